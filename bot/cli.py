@@ -1,0 +1,247 @@
+"""`studybot ...`: thin commands that parse, call the engine or the bank, and print."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from bot import __version__
+from bot.config import ROOT, Settings
+from bot.core.bank import TOPICS, Bank, collect, load_bank
+from bot.core.engine import StudyEngine
+from bot.core.errors import BankError, StudyBotError
+from bot.core.values import CommunityRef
+from bot.store.database import Database, safe_url, upgrade
+
+log = logging.getLogger(__name__)
+
+app = typer.Typer(help="Checkpoint Study Bot: learn gradient checkpointing in Discord, Slack or a terminal.",
+                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+questions_app = typer.Typer(help="Lint, list and count the question bank.", no_args_is_help=True)
+db_app = typer.Typer(help="The database.", no_args_is_help=True)
+demo_app = typer.Typer(help="The PyTorch demos (run in a worker process).", no_args_is_help=True)
+app.add_typer(questions_app, name="questions")
+app.add_typer(db_app, name="db")
+app.add_typer(demo_app, name="demo")
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(message, err=True)
+    return typer.Exit(code)
+
+
+def setup_logging(settings: Settings, quiet: bool = False) -> None:
+    """Log to stderr; the console chat shows only warnings unless STUDYBOT_LOG_LEVEL is set."""
+    level = "WARNING" if quiet and "log_level" not in settings.model_fields_set else settings.log_level.upper()
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))
+
+
+def build_engine(settings: Settings) -> StudyEngine:
+    """The bank (refusing a broken one), the upgraded database, the engine."""
+    bank = load_bank(settings.questions_dir)
+    upgrade(settings.database_url)
+    return StudyEngine(Database(settings.database_url), bank, default_timezone=settings.timezone,
+                       default_window_hours=settings.window_hours)
+
+
+def _engine_or_exit(settings: Settings) -> StudyEngine:
+    try:
+        return build_engine(settings)
+    except BankError as exc:
+        raise fail(f"Refusing to start: {exc.message}") from None
+    except StudyBotError as exc:
+        raise fail(exc.message) from None
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"studybot {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+) -> None:
+    """Checkpoint Study Bot."""
+
+
+@app.command()
+def console(
+    user: Annotated[str, typer.Option(help="Who you are in the chat.")] = "you",
+    community: Annotated[str, typer.Option(help="The community (like a Discord server).")] = "local",
+    jsonl: Annotated[bool, typer.Option("--jsonl", help="Print every bot message as one JSON object per line.")] = False,
+) -> None:
+    """Chat with the bot in this terminal: no Discord or Slack account needed."""
+    from bot.jobs import DemoRunner
+    from bot.platforms.console import Console, run_console
+
+    settings = Settings()
+    setup_logging(settings, quiet=True)
+    engine = _engine_or_exit(settings)
+    if isinstance(sys.stdin, __import__("io").TextIOWrapper):
+        sys.stdin.reconfigure(errors="replace")
+    runner = DemoRunner(settings.demo_out_dir, settings.demo_timeout_s)
+    raise typer.Exit(run_console(Console(engine, community, user, runner), jsonl=jsonl))
+
+
+@app.command()
+def run() -> None:
+    """Start each platform whose tokens are set; with none, start the console chat."""
+    settings = Settings()
+    setup_logging(settings)
+    wanted = []
+    if settings.discord_token:
+        wanted.append("Discord")
+    if settings.slack_bot_token and (settings.slack_app_token or settings.slack_signing_secret):
+        wanted.append("Slack")
+    if wanted:
+        raise fail(
+            f"{' and '.join(wanted)} token(s) are set, but the {' and '.join(wanted)} adapter is not part of this "
+            "release yet; unset them to use the console chat.")
+    typer.echo("No platform tokens are set: set DISCORD_TOKEN for Discord, or SLACK_BOT_TOKEN with "
+               "SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP) for Slack (see .env.example). "
+               "Starting the console chat.", err=True)
+    console(user="you", community="local", jsonl=False)
+
+
+@questions_app.command("lint")
+def questions_lint(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Files or folders (default: the bank).")] = None,
+) -> None:
+    """Report every problem as path:line: message; exit 1 if there are any."""
+    targets = paths or [Settings().questions_dir]
+    questions, problems = collect(targets, root=ROOT)
+    if problems:
+        for problem in problems:
+            typer.echo(problem)
+        raise fail(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found.")
+    files = len({q.source.rsplit(":", 1)[0] for q in questions})
+    typer.echo(f"OK: {len(questions)} questions in {files} files, "
+               f"{sum(1 for q in questions if q.check)} with executable checks.")
+
+
+def _bank_or_exit(settings: Settings) -> Bank:
+    try:
+        return load_bank(settings.questions_dir)
+    except BankError as exc:
+        raise fail(exc.message) from None
+
+
+@questions_app.command("list")
+def questions_list(
+    topic: Annotated[Optional[str], typer.Option(help="Only this topic.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
+) -> None:
+    """List the questions (id, topic, difficulty, prompt)."""
+    bank = _bank_or_exit(Settings())
+    if topic is not None and topic not in TOPICS:
+        raise fail(f"Unknown topic '{topic}'. Topics: {', '.join(TOPICS)}.", 2)
+    chosen = [q for q in bank.questions if topic is None or q.topic == topic]
+    if as_json:
+        typer.echo(json.dumps([{"id": q.id, "topic": q.topic, "difficulty": q.difficulty, "prompt": q.prompt,
+                                "choices": [c.text for c in q.choices], "answer": q.answer_index,
+                                "check": q.check, "source": q.source} for q in chosen], indent=2))
+        return
+    for q in chosen:
+        typer.echo(f"{q.id:<44} {q.topic:<15} {q.difficulty}  {q.prompt[:90]}")
+    typer.echo(f"{len(chosen)} questions")
+
+
+@questions_app.command("stats")
+def questions_stats() -> None:
+    """Counts per topic and difficulty, and how many questions carry an executable check."""
+    bank = _bank_or_exit(Settings())
+    per = Counter((q.topic, q.difficulty) for q in bank.questions)
+    checks = Counter(q.topic for q in bank.questions if q.check)
+    typer.echo(f"{'topic':<16}{'total':>6}{'lvl1':>6}{'lvl2':>6}{'lvl3':>6}{'checks':>8}")
+    for topic in TOPICS:
+        counts = [per[(topic, d)] for d in (1, 2, 3)]
+        typer.echo(f"{topic:<16}{sum(counts):>6}{counts[0]:>6}{counts[1]:>6}{counts[2]:>6}{checks[topic]:>8}")
+    totals = [sum(per[(t, d)] for t in TOPICS) for d in (1, 2, 3)]
+    typer.echo(f"{'all':<16}{sum(totals):>6}{totals[0]:>6}{totals[1]:>6}{totals[2]:>6}{sum(checks.values()):>8}")
+
+
+@app.command()
+def leaderboard(
+    community: Annotated[str, typer.Option(help="The community id.")],
+    platform: Annotated[str, typer.Option(help="console, discord or slack.")] = "console",
+    week: Annotated[Optional[str], typer.Option(help="An ISO week such as 2026-W48 (default: this week).")] = None,
+    all_time: Annotated[bool, typer.Option("--all", help="All-time points.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+) -> None:
+    """Print a community's weekly or all-time leaderboard."""
+    settings = Settings()
+    engine = _engine_or_exit(settings)
+    try:
+        card = engine.leaderboard(CommunityRef(platform, community), week=week, all_time=all_time)
+    except StudyBotError as exc:
+        raise fail(exc.message, 2) from None
+    if as_json:
+        typer.echo(json.dumps({"community": card.community, "scope": card.scope,
+                               "rows": [{"rank": r.rank, "user": r.user, "points": r.points} for r in card.rows]}))
+        return
+    typer.echo(f"{'All time' if card.scope == 'all' else card.scope} in {card.community}")
+    for r in card.rows:
+        typer.echo(f"{r.rank:>4}. {r.user:<30} {r.points:>6}")
+    if not card.rows:
+        typer.echo("No points yet.")
+
+
+@app.command()
+def export(
+    community: Annotated[str, typer.Option(help="The community id.")],
+    platform: Annotated[str, typer.Option(help="console, discord or slack.")] = "console",
+    format: Annotated[str, typer.Option(help="Only csv for now.")] = "csv",
+) -> None:
+    """Write every answer of a community as CSV on standard output."""
+    if format != "csv":
+        raise fail(f"Unknown format '{format}'; only csv is supported.", 2)
+    engine = _engine_or_exit(Settings())
+    try:
+        rows = engine.export_rows(CommunityRef(platform, community))
+    except StudyBotError as exc:
+        raise fail(exc.message, 2) from None
+    fields = ["answered_at", "week", "user_id", "user", "kind", "question", "choice", "correct", "points"]
+    writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Create or upgrade the database schema (also done at every start)."""
+    settings = Settings()
+    try:
+        upgrade(settings.database_url)
+    except StudyBotError as exc:
+        raise fail(exc.message) from None
+    typer.echo(f"Database at {safe_url(settings.database_url)} is up to date.")
+
+
+_PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+@demo_app.command("checkpoint", context_settings=_PASSTHROUGH)
+def demo_checkpoint(ctx: typer.Context) -> None:
+    """Measure peak memory and step time with and without checkpointing (python -m demos.checkpoint)."""
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "demos.checkpoint", *ctx.args]))
+
+
+@demo_app.command("estimate", context_settings=_PASSTHROUGH)
+def demo_estimate(ctx: typer.Context) -> None:
+    """Estimate a training step's peak memory with fake tensors (python -m demos.estimate)."""
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "demos.estimate", *ctx.args]))
+
+
+def main() -> None:
+    app()

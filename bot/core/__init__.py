@@ -1,0 +1,1 @@
+"""Platform-neutral study engine: no discord, slack_bolt, apscheduler or torch here."""

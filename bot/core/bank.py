@@ -1,0 +1,413 @@
+"""Load and validate the question bank (questions/*.yaml) into Question values.
+
+Every problem is reported as `path:line: message`, all of them at once, so an author
+fixes a file in one pass. The loader walks YAML nodes (not plain dicts) to keep line
+numbers, and never lets a malformed document escape as a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from bot.core.errors import BankError
+
+TOPICS: tuple[str, ...] = (
+    "fundamentals",
+    "memory-anatomy",
+    "schedules",
+    "pytorch-api",
+    "selective",
+    "correctness",
+    "performance",
+    "frameworks",
+    "combining",
+    "measuring",
+    "large-scale",
+    "compile",
+)
+
+ID_RE = re.compile(r"^[a-z0-9-]{3,60}$")
+CHECK_RE = re.compile(r"^(?P<file>tests/facts/[A-Za-z0-9_/]+\.py)::(?P<test>[A-Za-z_][A-Za-z0-9_]*)$")
+MAX_PROMPT = 300
+MAX_CHOICE = 80
+MIN_WHY = 40
+MIN_CHOICES, MAX_CHOICES = 2, 5
+
+TOP_KEYS = {"topic", "questions"}
+QUESTION_KEYS = {"id", "difficulty", "prompt", "choices", "trap", "explain", "refs", "check", "demo"}
+REQUIRED_KEYS = ("id", "difficulty", "prompt", "choices", "refs")
+CHOICE_KEYS = {"text", "correct", "why"}
+
+
+@dataclass(frozen=True)
+class Choice:
+    text: str
+    correct: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    topic: str
+    difficulty: int
+    prompt: str
+    choices: tuple[Choice, ...]
+    refs: tuple[str, ...]
+    trap: str | None = None
+    explain: str | None = None
+    check: str | None = None
+    demo: str | None = None
+    source: str = ""
+
+    @property
+    def answer_index(self) -> int:
+        return next(i for i, c in enumerate(self.choices) if c.correct)
+
+
+@dataclass(frozen=True)
+class Bank:
+    questions: tuple[Question, ...]
+    by_id: dict[str, Question] = field(default_factory=dict, compare=False, hash=False)
+
+    @classmethod
+    def of(cls, questions: Iterable[Question]) -> Bank:
+        qs = tuple(questions)
+        return cls(qs, {q.id: q for q in qs})
+
+    def get(self, question_id: str) -> Question | None:
+        return self.by_id.get(question_id)
+
+    def topics(self) -> list[str]:
+        return sorted({q.topic for q in self.questions})
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+
+def normalise(text: str) -> str:
+    """Casefold and drop everything but letters and digits: how text answers are compared."""
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
+class _Collector:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.problems: list[str] = []
+
+    def add(self, node: yaml.Node | None, message: str, line: int | None = None) -> None:
+        if line is None:
+            line = node.start_mark.line + 1 if node is not None else 1
+        self.problems.append(f"{self.path}:{line}: {message}")
+
+
+def _construct(node: yaml.Node) -> object:
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_object(node, deep=True)
+    finally:
+        loader.dispose()
+
+
+def _mapping(node: yaml.Node, what: str, out: _Collector) -> dict[str, tuple[yaml.Node, yaml.Node]] | None:
+    """A mapping node's entries by key; reports non-mappings, odd keys and duplicates."""
+    if not isinstance(node, yaml.MappingNode):
+        out.add(node, f"{what} must be a mapping of keys to values")
+        return None
+    entries: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            out.add(key_node, f"{what} has a key that is not a plain word")
+            continue
+        key = str(key_node.value)
+        if key in entries:
+            out.add(key_node, f"duplicate key '{key}' in {what}")
+            continue
+        entries[key] = (key_node, value_node)
+    return entries
+
+
+def _text(node: yaml.Node, what: str, out: _Collector) -> str | None:
+    if not isinstance(node, yaml.ScalarNode):
+        out.add(node, f"{what} must be text")
+        return None
+    # Numbers, booleans and dates count as their written text: only null is empty.
+    text = "" if _construct(node) is None else str(node.value).strip()
+    if not text:
+        out.add(node, f"{what} is empty")
+        return None
+    return text
+
+
+def _question(node: yaml.Node, topic: str, root: Path | None, out: _Collector) -> Question | None:
+    entries = _mapping(node, "a question", out)
+    if entries is None:
+        return None
+    start = len(out.problems)
+    for key, (key_node, _) in entries.items():
+        if key not in QUESTION_KEYS:
+            out.add(key_node, f"unknown key '{key}' (allowed: {', '.join(sorted(QUESTION_KEYS))})")
+    for key in REQUIRED_KEYS:
+        if key not in entries:
+            out.add(node, f"question is missing required key '{key}'")
+    if "trap" not in entries and "explain" not in entries:
+        out.add(node, "question needs a 'trap' or an 'explain'")
+
+    qid = ""
+    if "id" in entries:
+        raw = _text(entries["id"][1], "id", out)
+        if raw is not None:
+            if not ID_RE.match(raw):
+                out.add(entries["id"][1], f"id '{raw[:70]}' must be 3-60 characters of a-z, 0-9 and '-'")
+            qid = raw
+    difficulty = 0
+    if "difficulty" in entries:
+        dnode = entries["difficulty"][1]
+        value = _construct(dnode) if isinstance(dnode, yaml.ScalarNode) else None
+        if isinstance(value, bool) or value not in (1, 2, 3):
+            out.add(dnode, "difficulty must be 1, 2 or 3")
+        else:
+            difficulty = int(value)  # type: ignore[call-overload]
+    prompt = ""
+    if "prompt" in entries:
+        raw = _text(entries["prompt"][1], "prompt", out)
+        if raw is not None:
+            prompt = " ".join(raw.split())
+            if not prompt.endswith("?"):
+                out.add(entries["prompt"][1], "prompt must be a question ending with '?'")
+            if len(prompt) > MAX_PROMPT:
+                out.add(entries["prompt"][1], f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT}")
+    choices: list[Choice] = []
+    if "choices" in entries:
+        choices = _choices(entries["choices"][1], out)
+    optional: dict[str, str | None] = {}
+    for key in ("trap", "explain", "demo"):
+        optional[key] = None
+        if key in entries:
+            raw = _text(entries[key][1], key, out)
+            optional[key] = " ".join(raw.split()) if raw else None
+    refs: list[str] = []
+    if "refs" in entries:
+        rnode = entries["refs"][1]
+        if not isinstance(rnode, yaml.SequenceNode) or not rnode.value:
+            out.add(rnode, "refs must be a list with at least one reference a reader can open")
+        else:
+            for item in rnode.value:
+                ref = _text(item, "a ref", out)
+                if ref:
+                    refs.append(ref)
+    check: str | None = None
+    if "check" in entries:
+        cnode = entries["check"][1]
+        raw = _text(cnode, "check", out)
+        if raw is not None:
+            check = raw
+            problem = check_problem(raw, root)
+            if problem:
+                out.add(cnode, problem)
+    if len(out.problems) > start:
+        return None
+    return Question(
+        id=qid,
+        topic=topic,
+        difficulty=difficulty,
+        prompt=prompt,
+        choices=tuple(choices),
+        refs=tuple(refs),
+        trap=optional["trap"],
+        explain=optional["explain"],
+        check=check,
+        demo=optional["demo"],
+        source=f"{out.path}:{node.start_mark.line + 1}",
+    )
+
+
+def _choices(node: yaml.Node, out: _Collector) -> list[Choice]:
+    if not isinstance(node, yaml.SequenceNode):
+        out.add(node, "choices must be a list")
+        return []
+    count = len(node.value)
+    if not MIN_CHOICES <= count <= MAX_CHOICES:
+        out.add(node, f"a question has {MIN_CHOICES} to {MAX_CHOICES} choices, not {count}")
+    choices: list[Choice] = []
+    seen: dict[str, int] = {}
+    correct_count = 0
+    for cnode in node.value:
+        entries = _mapping(cnode, "a choice", out)
+        if entries is None:
+            continue
+        for key, (key_node, _) in entries.items():
+            if key not in CHOICE_KEYS:
+                out.add(key_node, f"unknown key '{key}' in a choice (allowed: correct, text, why)")
+        text = why = None
+        if "text" not in entries:
+            out.add(cnode, "choice is missing 'text'")
+        else:
+            text = _text(entries["text"][1], "choice text", out)
+            if text is not None:
+                text = " ".join(text.split())
+                if len(text) > MAX_CHOICE:
+                    out.add(entries["text"][1], f"choice text is {len(text)} characters; the limit is {MAX_CHOICE}")
+                key = normalise(text)
+                if key in seen:
+                    out.add(entries["text"][1], "two choices of this question have the same text")
+                seen[key] = 1
+        if "why" not in entries:
+            out.add(cnode, "choice is missing 'why' (every choice explains itself)")
+        else:
+            why = _text(entries["why"][1], "why", out)
+            if why is not None:
+                why = " ".join(why.split())
+                if len(why) < MIN_WHY:
+                    out.add(entries["why"][1], f"why is {len(why)} characters; write at least {MIN_WHY}")
+        correct = False
+        if "correct" in entries:
+            cvalue = entries["correct"][1]
+            value = _construct(cvalue) if isinstance(cvalue, yaml.ScalarNode) else None
+            if not isinstance(value, bool):
+                out.add(cvalue, "correct must be true or false")
+            else:
+                correct = value
+        correct_count += correct
+        if text is not None and why is not None:
+            choices.append(Choice(text=text, correct=correct, why=why))
+    if correct_count != 1:
+        out.add(node, f"exactly one choice must be correct; {correct_count} are")
+    return choices
+
+
+def check_problem(check: str, root: Path | None) -> str | None:
+    """Why a `check` reference is broken, or None when it names an existing test."""
+    match = CHECK_RE.match(check)
+    if not match:
+        return f"check '{check[:80]}' must look like tests/facts/test_x.py::test_name"
+    if root is None:
+        return None
+    test_file = root / match["file"]
+    if not test_file.is_file():
+        return f"check points at {match['file']}, which does not exist"
+    source = test_file.read_text(encoding="utf-8", errors="replace")
+    if not re.search(rf"^\s*(async\s+)?def {re.escape(match['test'])}\(", source, re.MULTILINE):
+        return f"check points at {match['test']}, which {match['file']} does not define"
+    return None
+
+
+def parse_file(path: Path, text: str, root: Path | None = None, label: str | None = None) -> tuple[list[Question], list[str]]:
+    """Questions and problems of one YAML document; never raises on bad content."""
+    out = _Collector(label or str(path))
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        out.add(None, f"not valid YAML: {exc.problem or exc.context or 'parse error'}", line=line)
+        return [], out.problems
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        out.add(None, f"not valid YAML: {type(exc).__name__}")
+        return [], out.problems
+    if node is None:
+        out.add(None, "the file is empty; it needs 'topic' and 'questions'")
+        return [], out.problems
+    try:
+        questions = _document(node, path, root, out)
+        return questions, sorted(out.problems, key=_line_of)
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+        # A scalar the safe constructor refuses (e.g. a malformed timestamp) lands here.
+        line = getattr(getattr(exc, "problem_mark", None), "line", 0) + 1
+        out.add(None, f"a value cannot be read: {getattr(exc, 'problem', None) or exc}", line=line)
+        return [], out.problems
+
+
+def _line_of(problem: str) -> int:
+    match = re.search(r":(\d+): ", problem)
+    return int(match.group(1)) if match else 0
+
+
+def _document(node: yaml.Node, path: Path, root: Path | None, out: _Collector) -> list[Question]:
+    entries = _mapping(node, "the file", out)
+    if entries is None:
+        return []
+    for key, (key_node, _) in entries.items():
+        if key not in TOP_KEYS:
+            out.add(key_node, f"unknown top-level key '{key}' (allowed: topic, questions)")
+    topic = ""
+    if "topic" not in entries:
+        out.add(node, "the file is missing 'topic'")
+    else:
+        raw = _text(entries["topic"][1], "topic", out)
+        if raw is not None:
+            topic = raw
+            if raw != path.stem:
+                out.add(entries["topic"][1], f"topic '{raw[:60]}' must equal the file's name '{path.stem}'")
+            if raw not in TOPICS:
+                out.add(entries["topic"][1], f"topic '{raw[:60]}' is not one of: {', '.join(TOPICS)}")
+    if "questions" not in entries:
+        out.add(node, "the file is missing 'questions'")
+        return []
+    qnode = entries["questions"][1]
+    if not isinstance(qnode, yaml.SequenceNode):
+        out.add(qnode, "questions must be a list")
+        return []
+    questions = []
+    for item in qnode.value:
+        question = _question(item, topic, root, out)
+        if question is not None:
+            questions.append(question)
+    return questions
+
+
+def collect(paths: Sequence[Path], root: Path | None = None) -> tuple[list[Question], list[str]]:
+    """Parse every file (a directory means its *.yaml) and check the bank as a whole."""
+    files: list[Path] = []
+    problems: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(path.glob("*.yaml")))
+        elif path.is_file():
+            files.append(path)
+        else:
+            problems.append(f"{path}:1: no such file or directory")
+    if root is None and files:
+        root = files[0].resolve().parent.parent
+    questions: list[Question] = []
+    for file in files:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            line = file.read_bytes()[: exc.start].count(b"\n") + 1
+            problems.append(f"{file}:{line}: not UTF-8 text")
+            continue
+        except OSError as exc:
+            problems.append(f"{file}:1: cannot be read ({exc.strerror})")
+            continue
+        found, file_problems = parse_file(file, text, root)
+        questions.extend(found)
+        problems.extend(file_problems)
+    first_id: dict[str, str] = {}
+    first_prompt: dict[str, str] = {}
+    for q in questions:
+        if q.id in first_id:
+            problems.append(f"{q.source}: id '{q.id}' is already used at {first_id[q.id]}")
+        else:
+            first_id[q.id] = q.source
+        key = normalise(q.prompt)
+        if key in first_prompt:
+            problems.append(f"{q.source}: the same prompt stands at {first_prompt[key]}")
+        else:
+            first_prompt[key] = q.source
+    return questions, problems
+
+
+def load_bank(path: Path, root: Path | None = None) -> Bank:
+    """The whole bank, or BankError listing every problem."""
+    questions, problems = collect([path], root)
+    if problems:
+        raise BankError(problems)
+    if not questions:
+        raise BankError([f"{path}:1: the bank holds no questions"])
+    return Bank.of(questions)

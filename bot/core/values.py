@@ -1,0 +1,213 @@
+"""Frozen values that cross the boundary between the engine and the platforms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+RoundKind = Literal["daily", "practice", "review"]
+LETTERS = "abcde"
+
+
+def letter(index: int) -> str:
+    """The letter a user sees for choice `index` (0 -> 'A')."""
+    return LETTERS[index].upper()
+
+
+@dataclass(frozen=True)
+class UserRef:
+    platform: str
+    community_id: str
+    user_id: str
+    display_name: str
+
+
+@dataclass(frozen=True)
+class ChannelRef:
+    platform: str
+    community_id: str
+    channel_id: str
+
+
+@dataclass(frozen=True)
+class CommunityRef:
+    platform: str
+    community_id: str
+
+
+@dataclass(frozen=True)
+class QuestionCard:
+    """A question to post: publicly for a daily round, privately for practice and review."""
+
+    round_id: int
+    question_id: str
+    kind: RoundKind
+    topic: str
+    difficulty: int
+    prompt: str
+    choices: tuple[str, ...]
+    closes_at: datetime | None = None
+    late: bool = False
+    admin_note: str | None = None
+
+
+@dataclass(frozen=True)
+class AnswerFeedback:
+    """Private feedback on a user's first answer to a round."""
+
+    round_id: int
+    kind: RoundKind
+    correct: bool
+    points: int
+    chosen: str
+    chosen_text: str
+    answer: str
+    answer_text: str
+    why: str
+    trap: str | None
+    streak_bonus: int = 0
+
+
+@dataclass(frozen=True)
+class AlreadyAnswered:
+    round_id: int
+    chosen: str
+
+
+@dataclass(frozen=True)
+class RoundClosed:
+    """An answer that came after the round closed: not scored."""
+
+    round_id: int
+    answer: str
+
+
+@dataclass(frozen=True)
+class ChoiceReveal:
+    letter: str
+    text: str
+    correct: bool
+    why: str
+    count: int
+
+
+@dataclass(frozen=True)
+class RevealCard:
+    round_id: int
+    question_id: str
+    prompt: str
+    answer: str
+    answer_text: str
+    choices: tuple[ChoiceReveal, ...]
+    explain: str | None
+    trap: str | None
+    refs: tuple[str, ...]
+    channel_id: str
+    answered: int
+
+
+@dataclass(frozen=True)
+class AlreadyOpen:
+    """The daily round for this channel and local day exists already."""
+
+    round_id: int
+    local_date: str
+
+
+@dataclass(frozen=True)
+class StatsLine:
+    answered: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.answered if self.answered else None
+
+
+@dataclass(frozen=True)
+class ScoreCard:
+    user: str
+    week: str
+    week_points: int
+    week_rank: int | None
+    total_points: int
+    daily: StatsLine
+    practice: StatsLine
+    streak: int
+    best_streak: int
+    reviews_due: int
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    rank: int
+    user: str
+    points: int
+
+
+@dataclass(frozen=True)
+class LeaderboardCard:
+    community: str
+    scope: str  # an ISO week such as "2026-W48", or "all"
+    rows: tuple[LeaderboardRow, ...]
+
+
+@dataclass(frozen=True)
+class NothingDue:
+    """No review is due; `next_due` says when the next one is, if any."""
+
+    next_due: datetime | None
+
+
+@dataclass(frozen=True)
+class ConfirmForget:
+    """Ask the user to confirm before anything is deleted."""
+
+    user: str
+    answers: int
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    user: str
+    answers_deleted: int
+
+
+@dataclass(frozen=True)
+class ConfigCard:
+    community: str
+    settings: tuple[tuple[str, str], ...]
+    changed: str | None = None
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A plain sentence for the user (a hint, a confirmation)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class DemoRequest:
+    """A validated `/demo` request: the demo module and its command-line arguments."""
+
+    module: str
+    args: tuple[str, ...] = field(default_factory=tuple)
+
+
+Card = (
+    QuestionCard
+    | AnswerFeedback
+    | AlreadyAnswered
+    | RoundClosed
+    | RevealCard
+    | AlreadyOpen
+    | ScoreCard
+    | LeaderboardCard
+    | NothingDue
+    | ConfirmForget
+    | Forgotten
+    | ConfigCard
+    | Notice
+)

@@ -1,0 +1,139 @@
+"""The database connection: SQLite tuned for a chat bot (WAL, foreign keys, busy timeout,
+writes that take the lock up front) or PostgreSQL through the same URL setting."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, insert
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from bot.core.errors import StoreUnavailable
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 5000
+UNAVAILABLE = (
+    "The database is busy or read-only right now, so nothing was saved; "
+    "please try again in a moment."
+)
+
+
+def _sqlite_engine(url: str, immediate: bool) -> Engine:
+    engine = create_engine(
+        url,
+        connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+        pool_size=16,
+        max_overflow=16,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+        # Let SQLAlchemy emit BEGIN itself so that writes can say IMMEDIATE.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as exc:  # a read-only file still serves reads
+            log.warning("could not switch the database to WAL: %s", exc)
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # A deferred transaction that reads and then writes fails at once under WAL when
+        # another writer got in between; taking the write lock first waits instead.
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+class Database:
+    """Two engines on one database: one for reads, one whose transactions write."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        if self.is_sqlite:
+            self.reader = _sqlite_engine(url, immediate=False)
+            self.writer = _sqlite_engine(url, immediate=True)
+        else:
+            self.reader = self.writer = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """One unit of work: committed on success, rolled back on any error."""
+        try:
+            with self.writer.begin() as conn:
+                yield conn
+        except OperationalError as exc:
+            log.warning("database unavailable for a write: %s", exc.orig)
+            raise StoreUnavailable(UNAVAILABLE) from exc
+        except DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise StoreUnavailable(UNAVAILABLE) from exc
+            raise
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        try:
+            with self.reader.begin() as conn:
+                yield conn
+        except OperationalError as exc:
+            log.warning("database unavailable for a read: %s", exc.orig)
+            raise StoreUnavailable(UNAVAILABLE) from exc
+
+    def dispose(self) -> None:
+        self.reader.dispose()
+        if self.writer is not self.reader:
+            self.writer.dispose()
+
+
+def insert_ignoring(conn: Connection, table: Any, conflict: list[str]) -> Any:
+    """INSERT ... ON CONFLICT (conflict) DO NOTHING for SQLite and PostgreSQL alike."""
+    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
+    if conn.dialect.name not in ("sqlite", "postgresql"):
+        return insert(table)
+    return dialect.insert(table).on_conflict_do_nothing(index_elements=conflict)
+
+
+def upsert(conn: Connection, table: Any, conflict: list[str], update: dict[str, Any]) -> Any:
+    """INSERT ... ON CONFLICT (conflict) DO UPDATE SET update."""
+    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
+    stmt = dialect.insert(table)
+    return stmt.on_conflict_do_update(index_elements=conflict, set_=update)
+
+
+def migrations_dir() -> Path:
+    return Path(__file__).with_name("migrations")
+
+
+def upgrade(url: str) -> None:
+    """Create or upgrade the schema to the newest Alembic revision."""
+    from alembic import command
+    from alembic.config import Config
+
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    try:
+        command.upgrade(config, "head")
+    except OperationalError as exc:
+        raise StoreUnavailable(f"The database at {safe_url(url)} cannot be upgraded: {exc.orig}") from exc
+
+
+def safe_url(url: str) -> str:
+    """The URL with any password hidden, for messages and logs."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)

@@ -1,0 +1,105 @@
+"""SQLModel tables. Times are stored as naive UTC; the engine converts at the edge."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Index, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+class Community(SQLModel, table=True):
+    __tablename__ = "communities"
+    __table_args__ = (UniqueConstraint("platform", "external_id", name="uq_community_platform_external"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    platform: str = Field(max_length=16)
+    external_id: str = Field(max_length=64)
+    name: str = Field(max_length=100)
+    timezone: str = Field(default="UTC", max_length=64)
+    daily_time: str = Field(default="09:00", max_length=5)
+    window_hours: int = Field(default=12)
+    channel_id: str | None = Field(default=None, max_length=64)
+    topics: str = Field(default="", max_length=400)
+    paused: bool = Field(default=False)
+    created_at: datetime
+
+
+class Member(SQLModel, table=True):
+    __tablename__ = "members"
+    __table_args__ = (UniqueConstraint("community_id", "user_id", name="uq_member_community_user"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    user_id: str = Field(max_length=64)
+    display_name: str = Field(max_length=80)
+    created_at: datetime
+
+
+class Round(SQLModel, table=True):
+    __tablename__ = "rounds"
+    __table_args__ = (
+        Index("ix_rounds_community_kind", "community_id", "kind", "id"),
+        Index("ix_rounds_member_open", "member_id", "closed_at"),
+        Index("ix_rounds_due", "closed_at", "closes_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    channel_id: str = Field(max_length=64)
+    question_id: str = Field(max_length=60)
+    kind: str = Field(max_length=8)  # daily | practice | review
+    member_id: int | None = Field(default=None, foreign_key="members.id", ondelete="CASCADE")
+    local_date: str | None = Field(default=None, max_length=10)
+    # "channel|YYYY-MM-DD" for daily rounds, NULL otherwise: one daily round per channel and day.
+    daily_key: str | None = Field(default=None, max_length=80, unique=True)
+    opened_at: datetime
+    closes_at: datetime | None = None
+    closed_at: datetime | None = None
+    late: bool = Field(default=False)
+    message_ref: str | None = Field(default=None, max_length=128)
+
+
+class Answer(SQLModel, table=True):
+    __tablename__ = "answers"
+    __table_args__ = (
+        UniqueConstraint("round_id", "member_id", name="uq_answer_round_member"),
+        Index("ix_answers_week", "community_id", "week", "member_id", "points"),
+        Index("ix_answers_member", "community_id", "member_id", "points"),
+        Index("ix_answers_member_kind", "member_id", "kind", "correct"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE")
+    member_id: int = Field(foreign_key="members.id", ondelete="CASCADE")
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    kind: str = Field(max_length=8)
+    choice: int
+    correct: bool
+    points: int
+    answered_at: datetime
+    week: str = Field(max_length=8)  # ISO week in the community's time zone, e.g. 2026-W48
+
+
+class Review(SQLModel, table=True):
+    __tablename__ = "reviews"
+    __table_args__ = (
+        UniqueConstraint("member_id", "question_id", name="uq_review_member_question"),
+        Index("ix_reviews_due", "member_id", "due"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    member_id: int = Field(foreign_key="members.id", ondelete="CASCADE")
+    question_id: str = Field(max_length=60)
+    state: str = Field(max_length=1000)  # the FSRS card as JSON
+    due: datetime
+
+
+class LeaderboardPost(SQLModel, table=True):
+    __tablename__ = "leaderboard_posts"
+    __table_args__ = (UniqueConstraint("community_id", "week", name="uq_leaderboard_community_week"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    week: str = Field(max_length=8)
+    posted_at: datetime

@@ -1,0 +1,285 @@
+"""Peak memory of a training step, traced with fake tensors (nothing is allocated).
+
+The same :class:`~demos.memory.LiveTensorMeter` that measures real CPU runs follows a
+run on ``FakeTensorMode`` tensors, which have shapes, dtypes and storages but no data.
+The figures are therefore what the real run allocates, operator by operator, minus
+what kernels allocate internally and what the allocator rounds up.
+
+CLI::
+
+    python -m demos.estimate --preset gpt2-small [--batch B] [--seq S] [--gpu-gib G] [--json]
+
+A step here is: forward, backward, AdamW step, with gradients set to ``None`` before the
+step and the optimizer state already created (the steady state of training).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from demos.memory import BACKWARD, FORWARD, OPTIMIZER, LiveTensorMeter
+from demos.models import PRESETS, TransformerConfig, TransformerLM, build_model, parameter_bytes
+from demos.strategies import loss_of, make_forward
+
+log = logging.getLogger(__name__)
+
+GIB = 1024**3
+
+
+class BadInput(ValueError):
+    """A request the CLI refuses; the message is one sentence for the user."""
+
+
+def approx_step_flops(model: nn.Module, tokens: int, recompute: bool) -> int:
+    """6 x tokens x parameters for forward+backward (8x when the forward is rerun).
+
+    A time-budget figure only: attention's sequence-squared term is not included.
+    """
+    count = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    return (8 if recompute else 6) * tokens * count
+
+
+# -- the checkpoint demo's own step ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TracedStep:
+    """Fake-traced forward+backward of a demo stack (bytes above params and input)."""
+
+    strategy: str
+    peak_bytes: int
+    saved_bytes: int
+    flops: int
+    params_bytes: int
+    input_bytes: int
+
+
+def trace_demo_step(kind: str, layers: int, tokens: int, width: int, strategy: str) -> TracedStep:
+    """Trace one step of ``demos.checkpoint``'s model with fake tensors."""
+    # offload changes where saved tensors live, not how much the device needs at most
+    # during the forward: trace it as "none" restricted to nothing saved is not modelled.
+    traced_as = "none" if strategy == "offload" else strategy
+    with FakeTensorMode(allow_non_fake_inputs=False):
+        model = build_model(kind, layers, width)
+        x = torch.randn(tokens, width)
+        forward = make_forward(model, traced_as)
+        meter = LiveTensorMeter()
+        with meter:
+            loss = loss_of(forward(x))
+            saved = meter.live_bytes
+            meter.set_phase(BACKWARD)
+            loss.backward()
+            del loss
+        return TracedStep(
+            strategy=strategy,
+            peak_bytes=meter.peak_bytes,
+            saved_bytes=saved,
+            flops=approx_step_flops(model, tokens, recompute=traced_as != "none"),
+            params_bytes=parameter_bytes(model),
+            input_bytes=x.numel() * x.element_size(),
+        )
+
+
+# -- a training step of a language model ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    """Peak memory of one training step and what was live at that moment (bytes)."""
+
+    checkpointing: bool
+    total_bytes: int
+    parameters_bytes: int
+    gradients_bytes: int
+    optimizer_state_bytes: int
+    activations_bytes: int
+    temporaries_bytes: int
+    step_peak_bytes: int  # the peak above parameters, optimizer state and input
+    saved_bytes: int  # live at the end of the forward pass
+    flops: int  # approximate, see approx_step_flops
+
+
+def _training_step(
+    model: TransformerLM, ids: torch.Tensor, opt: torch.optim.Optimizer, checkpointing: bool,
+    meter: LiveTensorMeter | None,
+) -> int:
+    """One step; returns the bytes live after forward (as the meter saw them, else 0)."""
+    for p in model.parameters():
+        p.grad = None
+    if meter is None:
+        model(ids, checkpoint_blocks=checkpointing).backward()
+        opt.step()
+        return 0
+    meter.set_phase(FORWARD)
+    loss = model(ids, checkpoint_blocks=checkpointing)
+    saved = meter.live_bytes
+    meter.set_phase(BACKWARD)
+    loss.backward()
+    del loss
+    meter.set_phase(OPTIMIZER)
+    opt.step()
+    return saved
+
+
+def measure_training_step(
+    cfg: TransformerConfig, batch: int, seq: int, checkpointing: bool, fake: bool = True,
+) -> tuple[StepBreakdown, int | None]:
+    """Measure one steady-state step with the live-tensor meter.
+
+    With ``fake=True`` nothing is allocated. With ``fake=False`` the step really runs on
+    the CPU and the profiler's allocator peak of the same step is returned beside it.
+    """
+    from contextlib import nullcontext
+
+    from demos.memory import profiler_allocations
+
+    mode = FakeTensorMode() if fake else nullcontext()
+    with mode:
+        torch.manual_seed(0)
+        model = TransformerLM(cfg)
+        ids = torch.randint(0, cfg.vocab, (batch, seq))
+        # foreach=False: one parameter at a time, the same code path on fake and real tensors
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+        _training_step(model, ids, opt, checkpointing, None)  # creates the optimizer state
+        for p in model.parameters():
+            p.grad = None
+        state_bytes = sum(
+            t.numel() * t.element_size()
+            for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)
+        )
+        meter = LiveTensorMeter()
+        check = profiler_allocations() if not fake else nullcontext()
+        with check as trace:
+            with meter:
+                saved = _training_step(model, ids, opt, checkpointing, meter)
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        comp = meter.composition_at_peak(grads)
+        params = parameter_bytes(model)
+        grad_total = sum(g.numel() * g.element_size() for g in grads)
+        activations = comp.by_phase.get(FORWARD, 0)
+        temporaries = comp.by_phase.get(BACKWARD, 0) + comp.by_phase.get(OPTIMIZER, 0)
+        breakdown = StepBreakdown(
+            checkpointing=checkpointing,
+            total_bytes=params + state_bytes + meter.peak_bytes,
+            parameters_bytes=params,
+            gradients_bytes=comp.gradient_bytes,
+            optimizer_state_bytes=state_bytes,
+            activations_bytes=activations,
+            temporaries_bytes=temporaries,
+            step_peak_bytes=meter.peak_bytes,
+            saved_bytes=saved,
+            flops=approx_step_flops(model, batch * seq, recompute=checkpointing),
+        )
+        log.debug("gradients in total: %d bytes", grad_total)
+        checked = None if trace is None else int(trace.peak_bytes)
+        return breakdown, checked
+
+
+@dataclass(frozen=True)
+class Estimate:
+    preset: str
+    batch: int
+    seq: int
+    dtype: str
+    gpu_gib: float
+    without: StepBreakdown
+    with_checkpointing: StepBreakdown
+    verdict: str
+
+
+def verdict_for(without: StepBreakdown, with_ckpt: StepBreakdown, gpu_gib: float) -> str:
+    """One sentence: does the step fit on a GPU of ``gpu_gib`` GiB?"""
+    usable = gpu_gib * GIB * 0.9  # leave room for the CUDA context and fragmentation
+    a, b = without.total_bytes / GIB, with_ckpt.total_bytes / GIB
+    if without.total_bytes <= usable:
+        return f"Fits on a {gpu_gib:g} GiB GPU without checkpointing ({a:.2f} GiB)."
+    if with_ckpt.total_bytes <= usable:
+        return (f"Needs checkpointing on a {gpu_gib:g} GiB GPU: {a:.2f} GiB without, "
+                f"{b:.2f} GiB with block checkpointing.")
+    return (f"Does not fit on a {gpu_gib:g} GiB GPU even with block checkpointing "
+            f"({b:.2f} GiB; {a:.2f} GiB without).")
+
+
+def estimate(preset: str, batch: int, seq: int, gpu_gib: float) -> Estimate:
+    cfg = PRESETS[preset]
+    without, _ = measure_training_step(cfg, batch, seq, checkpointing=False)
+    with_ckpt, _ = measure_training_step(cfg, batch, seq, checkpointing=True)
+    return Estimate(preset, batch, seq, "float32", gpu_gib, without, with_ckpt,
+                    verdict_for(without, with_ckpt, gpu_gib))
+
+
+def _positive_int(name: str, text: str, high: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadInput(f"{name} must be a whole number, not {text!r}.") from None
+    if not 1 <= value <= high:
+        raise BadInput(f"{name} must be between 1 and {high:,}, not {value:,}.")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise BadInput(message[0].upper() + message[1:].rstrip(".") + ".")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="python -m demos.estimate", description=__doc__.split("\n")[0])
+    parser.add_argument("--preset", default="gpt2-small")
+    parser.add_argument("--batch", default="8")
+    parser.add_argument("--seq", default="1024")
+    parser.add_argument("--gpu-gib", default="24")
+    parser.add_argument("--json", action="store_true")
+    try:
+        args = parser.parse_args(argv)
+        if args.preset not in PRESETS:
+            raise BadInput(f"Unknown preset {args.preset!r}; choose one of {', '.join(PRESETS)}.")
+        cfg = PRESETS[args.preset]
+        batch = _positive_int("--batch", args.batch, 4096)
+        seq = _positive_int("--seq", args.seq, cfg.max_seq)
+        try:
+            gpu_gib = float(args.gpu_gib)
+        except ValueError:
+            raise BadInput(f"--gpu-gib must be a number, not {args.gpu_gib!r}.") from None
+        if not 0 < gpu_gib <= 1e6:
+            raise BadInput(f"--gpu-gib must be a positive number of GiB, not {args.gpu_gib}.")
+    except BadInput as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    result = estimate(args.preset, batch, seq, gpu_gib)
+    wall = time.perf_counter() - started
+    if args.json:
+        out = asdict(result)
+        out.update(torch=torch.__version__, wall_s=round(wall, 3))
+        print(json.dumps(out))
+    else:
+        print(format_estimate(result))
+    return 0
+
+
+def format_estimate(e: Estimate) -> str:
+    rows = [f"{e.preset}, batch {e.batch} x {e.seq} tokens, {e.dtype}, AdamW"]
+    rows.append(f"{'':22}{'no checkpointing':>18}{'block checkpoints':>19}")
+    for label, key in [("parameters", "parameters_bytes"), ("gradients at peak", "gradients_bytes"),
+                       ("optimizer state", "optimizer_state_bytes"),
+                       ("activations at peak", "activations_bytes"),
+                       ("temporaries at peak", "temporaries_bytes"), ("total peak", "total_bytes")]:
+        a, b = getattr(e.without, key) / GIB, getattr(e.with_checkpointing, key) / GIB
+        rows.append(f"{label:22}{a:>14.2f} GiB{b:>15.2f} GiB")
+    rows.append(e.verdict)
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    raise SystemExit(main())

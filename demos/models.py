@@ -1,0 +1,202 @@
+"""Small models for the demos, built in code (no weights are downloaded).
+
+- ``blocks``: residual transformer-style feed-forward blocks
+  (LayerNorm, d -> 4d, GELU, 4d -> d, dropout, plus the residual).
+- ``chain``: N layers of Linear + tanh, the setting of Chen et al. (2016).
+- :class:`TransformerLM`: a decoder-only language model (GPT-2 or Llama style) for the
+  estimate presets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+MODEL_KINDS = ("blocks", "chain")
+
+
+class FeedForwardBlock(nn.Module):
+    """x + Dropout(W2 GELU(W1 LayerNorm(x)))."""
+
+    def __init__(self, width: int, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.up = nn.Linear(width, 4 * width)
+        self.down = nn.Linear(4 * width, width)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.dropout(self.down(F.gelu(self.up(self.norm(x)))))
+
+
+class ChainLayer(nn.Module):
+    """tanh(W x + b)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.linear(x))
+
+
+def build_model(kind: str, layers: int, width: int) -> nn.Sequential:
+    """A stack of ``layers`` layers of the given kind (initialised from the current RNG)."""
+    if kind == "blocks":
+        return nn.Sequential(*(FeedForwardBlock(width) for _ in range(layers)))
+    if kind == "chain":
+        return nn.Sequential(*(ChainLayer(width) for _ in range(layers)))
+    raise ValueError(f"unknown model {kind!r}")
+
+
+# -- decoder-only language models for the estimate -----------------------------------
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Architecture of a decoder-only transformer language model."""
+
+    name: str
+    vocab: int
+    layers: int
+    width: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    style: str  # "gpt2" (LayerNorm, GELU MLP, learned positions) or "llama"
+    max_seq: int
+    tied_embeddings: bool
+
+
+PRESETS: dict[str, TransformerConfig] = {
+    "gpt2-small": TransformerConfig("gpt2-small", 50257, 12, 768, 12, 12, 3072, "gpt2", 1024, True),
+    "gpt2-medium": TransformerConfig("gpt2-medium", 50257, 24, 1024, 16, 16, 4096, "gpt2", 1024, True),
+    "gpt2-large": TransformerConfig("gpt2-large", 50257, 36, 1280, 20, 20, 5120, "gpt2", 1024, True),
+    # Llama 3.2 1B: RMSNorm, SwiGLU, grouped-query attention, rotary positions.
+    "llama-1b": TransformerConfig("llama-1b", 128256, 16, 2048, 32, 8, 8192, "llama", 131072, True),
+}
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, width: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.heads = cfg.heads
+        self.kv_heads = cfg.kv_heads
+        self.head_dim = cfg.width // cfg.heads
+        bias = cfg.style == "gpt2"
+        self.q = nn.Linear(cfg.width, cfg.heads * self.head_dim, bias=bias)
+        self.kv = nn.Linear(cfg.width, 2 * cfg.kv_heads * self.head_dim, bias=bias)
+        self.out = nn.Linear(cfg.heads * self.head_dim, cfg.width, bias=bias)
+        self.rotary = cfg.style == "llama"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        q = self.q(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        k, v = self.kv(x).view(b, s, 2, self.kv_heads, self.head_dim).unbind(2)
+        k, v = k.transpose(1, 2), v.transpose(1, 2)
+        if self.rotary:
+            pos = torch.arange(s, device=x.device, dtype=x.dtype)
+            inv = 1.0 / (500000.0 ** (torch.arange(0, self.head_dim, 2, device=x.device,
+                                                   dtype=x.dtype) / self.head_dim))
+            ang = torch.outer(pos, inv).repeat(1, 2)
+            q, k = _rotate(q, ang.cos(), ang.sin()), _rotate(k, ang.cos(), ang.sin())
+        if self.kv_heads != self.heads:
+            rep = self.heads // self.kv_heads
+            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape(b, s, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.gated = cfg.style == "llama"
+        bias = not self.gated
+        self.up = nn.Linear(cfg.width, (2 if self.gated else 1) * cfg.ffn, bias=bias)
+        self.down = nn.Linear(cfg.ffn, cfg.width, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.up(x)
+        if self.gated:
+            gate, up = h.chunk(2, dim=-1)
+            return self.down(F.silu(gate) * up)
+        return self.down(F.gelu(h, approximate="tanh"))
+
+
+class DecoderBlock(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        norm: type[nn.Module] = RMSNorm if cfg.style == "llama" else nn.LayerNorm
+        self.norm1 = norm(cfg.width)
+        self.attn = Attention(cfg)
+        self.norm2 = norm(cfg.width)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class TransformerLM(nn.Module):
+    """Token ids -> mean cross-entropy of next-token prediction."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab, cfg.width)
+        self.pos = nn.Embedding(cfg.max_seq, cfg.width) if cfg.style == "gpt2" else None
+        self.blocks = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.layers))
+        self.norm: nn.Module = RMSNorm(cfg.width) if cfg.style == "llama" else nn.LayerNorm(cfg.width)
+        self.head = nn.Linear(cfg.width, cfg.vocab, bias=False)
+        if cfg.tied_embeddings:
+            self.head.weight = self.embed.weight
+
+    def forward(self, ids: torch.Tensor, checkpoint_blocks: bool = False) -> torch.Tensor:
+        from torch.utils.checkpoint import checkpoint
+
+        x = self.embed(ids)
+        if self.pos is not None:
+            x = x + self.pos(torch.arange(ids.shape[1], device=ids.device))
+        for block in self.blocks:
+            if checkpoint_blocks:
+                x = checkpoint(block, x, use_reentrant=False)
+            else:
+                x = block(x)
+        logits = self.head(self.norm(x))
+        return F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+
+
+def parameter_bytes(model: nn.Module) -> int:
+    """Bytes of the model's distinct parameters (tied weights counted once)."""
+    seen: set[int] = set()
+    total = 0
+    for p in model.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            total += p.numel() * p.element_size()
+    return total
+
+
+def segments_for(layers: int) -> int:
+    """round(sqrt(N)) segments, at least one."""
+    return max(1, round(math.sqrt(layers)))

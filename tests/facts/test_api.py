@@ -1,0 +1,263 @@
+"""Fact tests for questions/pytorch-api.yaml (torch.utils.checkpoint API, torch 2.13).
+
+Each test runs the behaviour a question teaches, on the CPU with small tensors, and
+fails if PyTorch changes it. Every call passes use_reentrant= explicitly, except the
+test about what happens when it is omitted.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import warnings
+import weakref
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.checkpoint import (
+    checkpoint,
+    checkpoint_sequential,
+    create_selective_checkpoint_contexts,
+)
+
+
+class _TrackOutputs(TorchDispatchMode):
+    """Remembers (weakly) every tensor an op produces while the mode is active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[weakref.ref[torch.Tensor]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor):
+                self.refs.append(weakref.ref(t))
+        return out
+
+
+def held_intermediate_bytes(run) -> int:  # type: ignore[no-untyped-def]
+    """Bytes of op outputs still alive after `run()` returns, excluding its result.
+
+    What is still alive after the forward pass is what autograd (or a checkpoint
+    cache) keeps for backward. Unique storages are counted once, by data_ptr.
+    """
+    mode = _TrackOutputs()
+    with mode:
+        out = run()
+    gc.collect()
+    result_ptr = out.untyped_storage().data_ptr()
+    storages: dict[int, int] = {}
+    for ref in mode.refs:
+        t = ref()
+        if t is None:
+            continue
+        st = t.untyped_storage()
+        if st.data_ptr() != result_ptr:
+            storages[st.data_ptr()] = st.nbytes()
+    del out
+    return sum(storages.values())
+
+
+def _graph_node_names(t: torch.Tensor) -> set[str]:
+    """Class names of every autograd node reachable from t.grad_fn."""
+    seen: set[str] = set()
+    stack = [t.grad_fn]
+    visited = set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in visited:
+            continue
+        visited.add(id(node))
+        seen.add(type(node).__name__)
+        stack.extend(fn for fn, _ in node.next_functions)
+    return seen
+
+
+def _block() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(32, 128), torch.nn.GELU(), torch.nn.Linear(128, 32), torch.nn.Tanh()
+    )
+
+
+def test_checkpoint_keeps_fewer_intermediates() -> None:
+    block = _block()
+    x = torch.randn(16, 32, requires_grad=True)
+    plain = held_intermediate_bytes(lambda: block(x))
+    ckpt = held_intermediate_bytes(lambda: checkpoint(block, x, use_reentrant=False))
+    assert plain > 0
+    assert ckpt == 0  # only the input (not an op output) is kept
+    # and the gradients are the same as without checkpointing
+    x1 = x.detach().clone().requires_grad_()
+    block(x1).sum().backward()
+    g_plain = x1.grad
+    x2 = x.detach().clone().requires_grad_()
+    checkpoint(block, x2, use_reentrant=False).sum().backward()
+    assert torch.equal(g_plain, x2.grad)
+
+
+def test_omitting_use_reentrant_warns_and_runs_reentrant() -> None:
+    lin = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4, requires_grad=True)
+    with pytest.warns(UserWarning, match="use_reentrant parameter should be passed explicitly"):
+        y = checkpoint(lin, x)
+    assert type(y.grad_fn).__name__ == "CheckpointFunctionBackward"  # the reentrant variant
+    y_nr = checkpoint(lin, x, use_reentrant=False)
+    assert type(y_nr.grad_fn).__name__ != "CheckpointFunctionBackward"
+    # checkpoint_sequential behaves the same way
+    seq = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+    with pytest.warns(UserWarning, match="use_reentrant"):
+        z = checkpoint_sequential(seq, 2, x)
+    assert "CheckpointFunctionBackward" in _graph_node_names(z)
+
+
+def test_warning_recommends_use_reentrant_false() -> None:
+    lin = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        checkpoint(lin, x)
+    messages = " ".join(str(w.message) for w in caught)
+    assert "use_reentrant=False is recommended" in messages
+
+
+def test_reentrant_rejects_autograd_grad() -> None:
+    lin = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4, requires_grad=True)
+    y = checkpoint(lin, x, use_reentrant=True)
+    with pytest.raises(RuntimeError, match=r"incompatible with \.grad\(\)"):
+        torch.autograd.grad(y.sum(), x)
+    y = checkpoint(lin, x, use_reentrant=False)
+    (gx,) = torch.autograd.grad(y.sum(), x)
+    assert gx.shape == x.shape
+
+
+def test_reentrant_rejects_keyword_arguments() -> None:
+    def scaled(a: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        return (a * scale).sin()
+
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(ValueError, match="Unexpected keyword arguments: scale"):
+        checkpoint(scaled, x, scale=2.0, use_reentrant=True)
+    y = checkpoint(scaled, x, scale=2.0, use_reentrant=False)
+    assert torch.allclose(y, (x * 2.0).sin())
+
+
+def test_determinism_check_accepts_only_default_and_none() -> None:
+    lin = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4, requires_grad=True)
+    for ok in ("default", "none"):
+        checkpoint(lin, x, use_reentrant=False, determinism_check=ok).sum().backward()
+    for bad in ("strict", "full", "values"):
+        with pytest.raises(ValueError, match="determinism_check should be one of"):
+            checkpoint(lin, x, use_reentrant=False, determinism_check=bad)
+
+
+def test_debug_and_context_fn_need_non_reentrant() -> None:
+    lin = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4, requires_grad=True)
+    with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+        checkpoint(lin, x, use_reentrant=True, debug=True)
+    sac = functools.partial(create_selective_checkpoint_contexts, [torch.ops.aten.mm.default])
+    with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+        checkpoint(lin, x, use_reentrant=True, context_fn=sac)
+    # both are accepted by the non-reentrant variant
+    checkpoint(lin, x, use_reentrant=False, debug=True).sum().backward()
+    checkpoint(lin, x, use_reentrant=False, context_fn=sac).sum().backward()
+
+
+def _counted_sequential(n: int) -> tuple[torch.nn.Sequential, list[int]]:
+    calls = [0] * n
+    mods = []
+    for i in range(n):
+        m = torch.nn.Linear(4, 4)
+
+        def hook(_mod, _inp, i=i):  # type: ignore[no-untyped-def]
+            calls[i] += 1
+
+        m.register_forward_pre_hook(hook)
+        mods.append(m)
+    return torch.nn.Sequential(*mods), calls
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_checkpoint_sequential_leaves_last_segment_unchecked(use_reentrant: bool) -> None:
+    x = torch.randn(2, 4, requires_grad=True)
+    # 6 modules, 3 segments: chunks [0,1] [2,3] [4,5]; the last chunk is not checkpointed
+    seq, calls = _counted_sequential(6)
+    checkpoint_sequential(seq, 3, x, use_reentrant=use_reentrant).sum().backward()
+    assert calls == [2, 2, 2, 2, 1, 1]
+    # 7 modules, 3 segments: chunks of 7 // 3 = 2; the remainder joins the last, unchecked chunk
+    seq, calls = _counted_sequential(7)
+    checkpoint_sequential(seq, 3, x, use_reentrant=use_reentrant).sum().backward()
+    assert calls == [2, 2, 2, 2, 1, 1, 1]
+
+
+def test_preserve_rng_state_defaults_to_true_and_replays_dropout() -> None:
+    drop = torch.nn.Dropout(0.5)
+    x = torch.ones(1000, requires_grad=True)
+    torch.manual_seed(0)
+    # preserve_rng_state left at its default
+    y = checkpoint(drop, x, use_reentrant=False)
+    y.sum().backward()
+    # the recomputed mask is the forward mask: gradient is non-zero exactly where y is
+    assert torch.equal(y != 0, x.grad != 0)
+    x.grad = None
+    y = checkpoint(drop, x, use_reentrant=False, preserve_rng_state=False)
+    y.sum().backward()
+    assert not torch.equal(y != 0, x.grad != 0)
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_no_grad_runs_function_once(use_reentrant: bool) -> None:
+    calls = [0]
+
+    def body(a: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        return a.sin().cos()
+
+    x = torch.randn(3, requires_grad=True)
+    with torch.no_grad():
+        y = checkpoint(body, x, use_reentrant=use_reentrant)
+    assert calls[0] == 1
+    assert not y.requires_grad
+
+
+def test_early_stop_skips_tail_of_function() -> None:
+    def run(use_reentrant: bool, early_stop: bool = True) -> list[str]:
+        log: list[str] = []
+
+        def body(a: torch.Tensor) -> torch.Tensor:
+            log.append("start")
+            b = a.sin().cos()  # the last op whose saved tensors backward needs
+            log.append("end")  # runs after every needed tensor exists
+            return b
+
+        x = torch.randn(3, requires_grad=True)
+        y = checkpoint(body, x, use_reentrant=use_reentrant, early_stop=early_stop)
+        y.sum().backward()
+        return log
+
+    assert run(use_reentrant=True) == ["start", "end", "start", "end"]  # whole function again
+    assert run(use_reentrant=False) == ["start", "end", "start"]  # stopped early
+    assert run(use_reentrant=False, early_stop=False) == ["start", "end", "start", "end"]
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_grad_mode_during_first_forward(use_reentrant: bool) -> None:
+    modes: list[bool] = []
+
+    def body(a: torch.Tensor) -> torch.Tensor:
+        modes.append(torch.is_grad_enabled())
+        return a.sin().cos()
+
+    x = torch.randn(3, requires_grad=True)
+    y = checkpoint(body, x, use_reentrant=use_reentrant, early_stop=False)
+    y.sum().backward()
+    first_forward, recompute = modes
+    # reentrant runs the original forward under no_grad; non-reentrant records the graph
+    assert first_forward is (not use_reentrant)
+    assert recompute is True

@@ -1,0 +1,317 @@
+"""Fact tests for questions/combining.yaml.
+
+Each test runs on the CPU build of PyTorch with small tensors and asserts the behaviour a
+question rests on. Saved-for-backward memory is measured with saved_tensors_hooks, counting
+unique storages by data_ptr (never process RSS).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import warnings
+
+import torch
+import torch.nn as nn
+from torch.autograd.graph import save_on_cpu, saved_tensors_hooks
+from torch.distributed.algorithms._checkpoint import checkpoint_wrapper as cw_module
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+    CheckpointImpl,
+    CheckpointWrapper,
+    apply_activation_checkpointing,
+    checkpoint_wrapper,
+    offload_wrapper,
+)
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.checkpoint import checkpoint
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+class SavedBytes:
+    """Record the unique storages autograd saves for backward (parameters excluded)."""
+
+    def __init__(self, exclude: nn.Module | None = None) -> None:
+        self.storages: dict[int, int] = {}
+        self._skip = set()
+        if exclude is not None:
+            self._skip = {p.untyped_storage().data_ptr() for p in exclude.parameters()}
+
+    def _pack(self, t: torch.Tensor) -> torch.Tensor:
+        s = t.untyped_storage()
+        if s.data_ptr() not in self._skip:
+            self.storages[s.data_ptr()] = s.nbytes()
+        return t
+
+    def __enter__(self) -> "SavedBytes":
+        self._hooks = saved_tensors_hooks(self._pack, lambda t: t)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._hooks.__exit__(*exc)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(self.storages.values())
+
+    @property
+    def count(self) -> int:
+        return len(self.storages)
+
+
+class MatmulDtypes(TorchDispatchMode):
+    """Record the dtype of every aten.mm / aten.addmm call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, torch.dtype]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        if func in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default):
+            self.calls.append((str(func), out.dtype))
+        return out
+
+
+class Block(nn.Module):
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return x + self.fc2(torch.relu(self.fc1(x)))
+
+
+def _grads(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+# ----------------------------------------------------------------------------- tests
+
+
+def test_apply_activation_checkpointing_wraps_children_in_place() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(Block(), Block(), nn.Linear(16, 1))
+    reference = copy.deepcopy(model)
+
+    returned = apply_activation_checkpointing(
+        model, checkpoint_wrapper_fn=checkpoint_wrapper, check_fn=lambda m: isinstance(m, Block)
+    )
+    assert returned is None  # it edits the model in place
+    assert type(model) is nn.Sequential  # the root is never wrapped
+    assert isinstance(model[0], CheckpointWrapper) and isinstance(model[1], CheckpointWrapper)
+    assert isinstance(model[2], nn.Linear)  # check_fn said no
+    # checkpoint_wrapper's default implementation is the non-reentrant one
+    assert model[0].checkpoint_impl is CheckpointImpl.NO_REENTRANT
+    default = inspect.signature(checkpoint_wrapper).parameters["checkpoint_impl"].default
+    assert default is CheckpointImpl.NO_REENTRANT
+
+    # even a check_fn that accepts everything leaves the root's type alone
+    other = nn.Sequential(Block(), Block())
+    apply_activation_checkpointing(other, check_fn=lambda m: True)
+    assert type(other) is nn.Sequential
+
+    x = torch.randn(8, 16)
+    model(x).sum().backward()
+    reference(x).sum().backward()
+    # the wrapped blocks ran twice (forward + recompute), the plain ones once
+    inner = model[0]._checkpoint_wrapped_module
+    assert inner.calls == 2 and reference[0].calls == 1
+    # same parameters, same gradients (state_dict names drop the wrapper's prefix)
+    wrapped_params = dict(zip(model.state_dict().keys(), model.parameters()))
+    for name, p in zip(reference.state_dict().keys(), reference.parameters()):
+        torch.testing.assert_close(wrapped_params[name].grad, p.grad, rtol=0, atol=0)
+
+
+def test_checkpoint_wrapper_state_dict_keys_match_unwrapped_model() -> None:
+    torch.manual_seed(0)
+    plain = nn.Sequential(Block(), nn.Linear(16, 1))
+    wrapped = copy.deepcopy(plain)
+    apply_activation_checkpointing(wrapped, check_fn=lambda m: isinstance(m, Block))
+    assert isinstance(wrapped[0], CheckpointWrapper)
+    # the wrapper's prefix is stripped, so names and checkpoints stay interchangeable
+    assert list(wrapped.state_dict().keys()) == list(plain.state_dict().keys())
+    fresh = nn.Sequential(Block(), nn.Linear(16, 1))
+    fresh.load_state_dict(wrapped.state_dict())  # strict load into an unwrapped model
+    wrapped.load_state_dict(plain.state_dict())  # and back into the wrapped one
+
+
+def test_save_on_cpu_moves_saved_tensors_to_cpu_and_keeps_gradients() -> None:
+    params = inspect.signature(save_on_cpu.__init__).parameters
+    assert params["pin_memory"].default is False
+    assert params["device_type"].default == "cuda"
+    assert issubclass(save_on_cpu, saved_tensors_hooks)
+
+    hooks = save_on_cpu()
+    t = torch.randn(4, 4)
+    device, packed = hooks.pack_hook(t)
+    assert device == t.device and packed.device.type == "cpu"
+    torch.testing.assert_close(hooks.unpack_hook((device, packed)), t, rtol=0, atol=0)
+
+    torch.manual_seed(0)
+    model = nn.Sequential(Block(), Block())
+    x = torch.randn(8, 16)
+    model(x).sum().backward()
+    expected = _grads(model)
+    model.zero_grad()
+    with save_on_cpu():
+        out = model(x)
+    out.sum().backward()
+    got = _grads(model)
+    for name in expected:
+        torch.testing.assert_close(got[name], expected[name], rtol=0, atol=0)
+
+
+def test_offload_wrapper_stores_instead_of_recomputing(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    used: list[bool] = []
+    real = cw_module.save_on_cpu
+
+    def recording_save_on_cpu(pin_memory: bool = False, **kw):  # type: ignore[no-untyped-def]
+        used.append(pin_memory)
+        return real(pin_memory=pin_memory, **kw)
+
+    monkeypatch.setattr(cw_module, "save_on_cpu", recording_save_on_cpu)
+    torch.manual_seed(0)
+    block = Block()
+    reference = copy.deepcopy(block)
+    off = offload_wrapper(block)
+    x = torch.randn(8, 16)
+    off(x).sum().backward()
+    reference(x).sum().backward()
+    assert used == [True]  # offload_wrapper uses save_on_cpu(pin_memory=True)
+    assert block.calls == 1  # offloading: no recompute in backward
+    for name, p in reference.named_parameters():
+        torch.testing.assert_close(dict(block.named_parameters())[name].grad, p.grad)
+
+    ckpt_block = Block()
+    checkpoint_wrapper(ckpt_block)(x).sum().backward()
+    assert ckpt_block.calls == 2  # checkpointing: the forward runs again
+
+
+def test_autocast_state_is_replayed_during_recompute() -> None:
+    torch.manual_seed(0)
+    lin = nn.Linear(16, 16)
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(lin(x)) @ lin.weight
+
+    for reentrant in (False, True):
+        x = torch.randn(4, 16, requires_grad=True)
+        with MatmulDtypes() as fwd, torch.autocast("cpu", dtype=torch.bfloat16):
+            out = checkpoint(fn, x, use_reentrant=reentrant)
+        assert {d for _, d in fwd.calls} == {torch.bfloat16}
+        # backward runs outside autocast, yet the recomputed forward is bf16 again
+        assert not torch.is_autocast_enabled("cpu")
+        with MatmulDtypes() as bwd:
+            out.float().sum().backward()
+        recompute = [d for _, d in bwd.calls[: len(fwd.calls)]]
+        assert recompute == [torch.bfloat16] * len(fwd.calls), (reentrant, bwd.calls)
+
+
+def test_mixed_precision_and_checkpointing_stack() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(*[Block(32) for _ in range(4)])
+    x32 = torch.randn(16, 32, requires_grad=True)
+
+    def measure(dtype: torch.dtype, ckpt: bool) -> SavedBytes:
+        m = copy.deepcopy(model).to(dtype)
+        x = x32.detach().to(dtype).requires_grad_()
+        with SavedBytes(exclude=m) as saved:
+            h = x
+            for block in m:
+                h = checkpoint(block, h, use_reentrant=False) if ckpt else block(h)
+        return saved
+
+    fp32, bf16 = measure(torch.float32, False), measure(torch.bfloat16, False)
+    fp32_ck, bf16_ck = measure(torch.float32, True), measure(torch.bfloat16, True)
+    # 16-bit tensors: the same number of stored tensors, each half the bytes
+    assert bf16.count == fp32.count and bf16.nbytes * 2 == fp32.nbytes
+    # checkpointing: fewer stored tensors (only each block's input)
+    assert fp32_ck.count == 4 < fp32.count
+    # both together: fewer tensors and half the bytes each
+    assert bf16_ck.count == fp32_ck.count and bf16_ck.nbytes * 2 == fp32_ck.nbytes
+    assert bf16_ck.nbytes < min(bf16.nbytes, fp32_ck.nbytes)
+
+
+def test_gradient_accumulation_matches_full_batch_and_scales_saved_bytes() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(Block(), nn.Linear(16, 1)).double()
+    data, target = torch.randn(32, 16, dtype=torch.double), torch.randn(32, 1, dtype=torch.double)
+    loss_fn = nn.MSELoss()
+
+    full = copy.deepcopy(model)
+    with SavedBytes(exclude=full) as full_saved:
+        out = full(data)
+    loss_fn(out, target).backward()
+
+    acc = copy.deepcopy(model)
+    micro = 4
+    micro_saved = []
+    for xb, yb in zip(data.chunk(micro), target.chunk(micro)):
+        xb = xb.clone()  # its own storage, so only the micro-batch's bytes are counted
+        with SavedBytes(exclude=acc) as saved:
+            out = checkpoint(acc, xb, use_reentrant=False)
+        (loss_fn(out, yb) / micro).backward()  # scale so the sum equals the full-batch mean
+        micro_saved.append(saved.nbytes)
+
+    for (name, p_full), (_, p_acc) in zip(full.named_parameters(), acc.named_parameters()):
+        torch.testing.assert_close(p_acc.grad, p_full.grad, rtol=1e-12, atol=1e-12)
+
+    # without checkpointing, saved bytes are proportional to the micro-batch size
+    plain = copy.deepcopy(model)
+    with SavedBytes(exclude=plain) as one_micro:
+        plain(data[:8].clone())
+    assert one_micro.nbytes * micro == full_saved.nbytes
+    # checkpointing the micro-batch shrinks it further
+    assert max(micro_saved) < one_micro.nbytes
+
+
+class LoRALinear(nn.Module):
+    def __init__(self, d: int = 16, r: int = 2) -> None:
+        super().__init__()
+        self.base = nn.Linear(d, d)
+        self.base.requires_grad_(False)  # frozen pretrained weight
+        self.lora_a = nn.Parameter(torch.randn(r, d) * 0.1)
+        self.lora_b = nn.Parameter(torch.randn(d, r) * 0.1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.base(x) + x @ self.lora_a.t() @ self.lora_b.t()
+
+
+def _lora_model() -> tuple[nn.Embedding, LoRALinear]:
+    torch.manual_seed(0)
+    emb = nn.Embedding(10, 16)
+    emb.requires_grad_(False)  # frozen embedding: its output does not require grad
+    return emb, LoRALinear()
+
+
+def test_lora_adapters_get_no_grad_under_reentrant_with_frozen_input() -> None:
+    emb, layer = _lora_model()
+    ids = torch.tensor([[1, 2, 3]])
+
+    head = nn.Linear(16, 1)  # a trainable layer after the checkpointed block
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = checkpoint(layer, emb(ids), use_reentrant=True)
+    assert any("None of the inputs have requires_grad=True" in str(w.message) for w in caught)
+    assert not out.requires_grad  # the checkpointed block is cut out of the graph
+    head(out).sum().backward()  # training "works": no error is raised
+    assert head.weight.grad is not None
+    assert layer.lora_a.grad is None and layer.lora_b.grad is None  # adapters never learn
+
+    # fix 1: make the checkpoint's input require grad (what enable_input_require_grads does)
+    hidden = emb(ids).requires_grad_(True)
+    checkpoint(layer, hidden, use_reentrant=True).sum().backward()
+    assert layer.lora_a.grad is not None and layer.lora_b.grad is not None
+
+    # fix 2: the non-reentrant variant does not need a grad-requiring input
+    emb2, layer2 = _lora_model()
+    checkpoint(layer2, emb2(ids), use_reentrant=False).sum().backward()
+    assert layer2.lora_a.grad is not None
+    torch.testing.assert_close(layer2.lora_a.grad, layer.lora_a.grad)

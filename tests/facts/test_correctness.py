@@ -1,0 +1,175 @@
+"""Fact tests for questions/correctness.yaml (what recomputation can change, torch 2.13)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch.utils.checkpoint import CheckpointError, checkpoint
+
+BOTH = pytest.mark.parametrize("use_reentrant", [False, True])
+
+
+def _dropout_grads(mode: str, use_reentrant: bool = False, preserve: bool = True):  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(16, 16)
+    drop = torch.nn.Dropout(0.5)
+    x = torch.randn(8, 16, requires_grad=True)
+
+    def f(a: torch.Tensor) -> torch.Tensor:
+        return drop(lin(a)).tanh()
+
+    torch.manual_seed(123)
+    if mode == "plain":
+        y = f(x)
+    else:
+        y = checkpoint(f, x, use_reentrant=use_reentrant, preserve_rng_state=preserve)
+    (y * torch.arange(16.0)).sum().backward()
+    return lin.weight.grad.clone(), x.grad.clone()
+
+
+@BOTH
+def test_checkpointing_leaves_gradients_unchanged(use_reentrant: bool) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 64), torch.nn.GELU(), torch.nn.Linear(64, 16), torch.nn.LayerNorm(16)
+    )
+    x = torch.randn(8, 16, requires_grad=True)
+    model(x).square().sum().backward()
+    ref = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+    model.zero_grad(set_to_none=True)
+    x.grad = None
+    checkpoint(model, x, use_reentrant=use_reentrant).square().sum().backward()
+    got = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+    for a, b in zip(ref, got):
+        assert torch.equal(a, b)  # bit-identical on the CPU
+
+
+@BOTH
+def test_dropout_gradients_identical_with_rng_replay(use_reentrant: bool) -> None:
+    ref = _dropout_grads("plain")
+    got = _dropout_grads("ckpt", use_reentrant, preserve=True)
+    for a, b in zip(ref, got):
+        assert torch.equal(a, b)  # bit-identical
+
+
+@BOTH
+def test_dropout_gradients_silently_differ_without_rng_replay(use_reentrant: bool) -> None:
+    ref = _dropout_grads("plain")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning is raised either
+        got = _dropout_grads("ckpt", use_reentrant, preserve=False)
+    assert not torch.equal(ref[0], got[0])
+    assert not torch.equal(ref[1], got[1])
+
+
+@BOTH
+def test_batchnorm_running_stats_updated_twice(use_reentrant: bool) -> None:
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(8)
+    x = torch.randn(4, 8, requires_grad=True)
+    y = checkpoint(bn, x, use_reentrant=use_reentrant)
+    assert bn.num_batches_tracked.item() == 1
+    mean_after_forward = bn.running_mean.clone()
+    y.sum().backward()
+    assert bn.num_batches_tracked.item() == 2  # the recompute counted the batch again
+    assert not torch.equal(bn.running_mean, mean_after_forward)  # and moved the mean again
+    # without checkpointing: one update
+    bn2 = torch.nn.BatchNorm1d(8)
+    bn2(x).sum().backward()
+    assert bn2.num_batches_tracked.item() == 1
+
+
+@BOTH
+def test_side_effects_run_again_in_backward(use_reentrant: bool) -> None:
+    calls = [0]
+
+    def body(a: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1  # e.g. a step counter or a log line
+        return a.sin().cos()
+
+    x = torch.randn(3, requires_grad=True)
+    y = checkpoint(body, x, use_reentrant=use_reentrant)
+    assert calls[0] == 1
+    y.sum().backward()
+    assert calls[0] == 2
+
+
+def test_frozen_input_reentrant_gives_none_grads() -> None:
+    torch.manual_seed(0)
+    block = torch.nn.Linear(4, 4)
+    head = torch.nn.Linear(4, 4)
+    frozen = torch.randn(2, 4)  # e.g. the output of a frozen embedding
+    with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True"):
+        out = head(checkpoint(block, frozen, use_reentrant=True))
+    out.sum().backward()
+    assert block.weight.grad is None  # the checkpointed layer learns nothing
+    assert head.weight.grad is not None  # layers after it still do
+    block.zero_grad(set_to_none=True)
+    head(checkpoint(block, frozen, use_reentrant=False)).sum().backward()
+    assert block.weight.grad is not None
+
+
+def test_reentrant_ignores_tensors_inside_a_list() -> None:
+    lin = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4, requires_grad=True)
+
+    def body(items: list[torch.Tensor]) -> torch.Tensor:
+        return lin(items[0])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y = checkpoint(body, [x], use_reentrant=True)
+    assert not y.requires_grad
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        y.sum().backward()
+    y = checkpoint(body, [x], use_reentrant=False)
+    y.sum().backward()
+    assert x.grad is not None
+
+
+def test_default_determinism_check_catches_shape_change() -> None:
+    state = {"calls": 0}
+
+    def body(a: torch.Tensor) -> torch.Tensor:
+        state["calls"] += 1
+        rows = 4 if state["calls"] == 1 else 3  # global state changes between passes
+        return a[:rows].sin()
+
+    x = torch.randn(4, 4, requires_grad=True)
+    y = checkpoint(body, x, use_reentrant=False)
+    with pytest.raises(CheckpointError, match="different metadata"):
+        y.sum().backward()
+
+
+def test_value_change_gives_silently_wrong_gradient() -> None:
+    state = {"calls": 0}
+
+    def body(a: torch.Tensor) -> torch.Tensor:
+        state["calls"] += 1
+        return (a * float(state["calls"])).sin()  # same shape, different values on recompute
+
+    x = torch.randn(5, requires_grad=True)
+    y = checkpoint(body, x, use_reentrant=False)
+    y.sum().backward()  # no error
+    x_ref = x.detach().clone().requires_grad_()
+    x_ref.sin().sum().backward()
+    assert not torch.allclose(x.grad, x_ref.grad)
+
+
+@BOTH
+def test_autocast_state_is_replayed_in_recompute(use_reentrant: bool) -> None:
+    dtypes: list[torch.dtype] = []
+
+    def body(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        out = a @ w
+        dtypes.append(out.dtype)
+        return out.float().sum(dim=1)
+
+    a = torch.randn(4, 4, requires_grad=True)
+    w = torch.randn(4, 4, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = checkpoint(body, a, w, use_reentrant=use_reentrant, early_stop=False)
+    y.sum().backward()  # backward runs outside autocast
+    assert dtypes == [torch.bfloat16, torch.bfloat16]  # forward and recompute both in bf16

@@ -1,0 +1,158 @@
+"""Fact tests for questions/schedules.yaml (torch 2.13, CPU, small tensors).
+
+A chain of N equal layers is split into k segments; each segment is checkpointed.
+Memory is the bytes of tensors saved for backward (saved_tensors_hooks, one count per
+storage). The peak over forward and backward is measured with use_reentrant=True, whose
+recompute saves through the same hooks (non-reentrant keeps its recomputed tensors in its
+own store, out of sight of outer hooks); what is kept after forward is checked with both.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+
+class SavedMeter:
+    """Bytes of distinct storages saved for backward that are still held (live) and the peak."""
+
+    def __init__(self) -> None:
+        self.refs: dict[int, list[int]] = {}
+        self.live = 0
+        self.peak = 0
+
+    def _pack(self, t: torch.Tensor) -> object:
+        meter = self
+        key = t.untyped_storage().data_ptr()
+        entry = self.refs.setdefault(key, [t.untyped_storage().nbytes(), 0])
+        if entry[1] == 0:
+            self.live += entry[0]
+            self.peak = max(self.peak, self.live)
+        entry[1] += 1
+
+        class Packed:
+            def __init__(self) -> None:
+                self.t = t
+
+            def __del__(self) -> None:
+                e = meter.refs[key]
+                e[1] -= 1
+                if e[1] == 0:
+                    meter.live -= e[0]
+                    del meter.refs[key]
+
+        return Packed()
+
+    def __enter__(self) -> "SavedMeter":
+        self._ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda p: p.t)
+        self._ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._ctx.__exit__(*exc)
+
+
+class Layer(nn.Module):
+    """A parameter-free layer of `depth` sin ops: it saves its input plus depth-1 tensors
+    of the same size inside, so `depth` is its activation cost in units of its input."""
+
+    def __init__(self, depth: int) -> None:
+        super().__init__()
+        self.depth = depth
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        for _ in range(self.depth):
+            x = torch.sin(x)  # sin saves its input for backward (d sin = cos)
+        return x
+
+
+N = 16
+SHAPE = (64, 64)
+UNIT = 64 * 64 * 4  # bytes of one layer input (fp32)
+
+
+def run_segments(layers: list[Layer], x: torch.Tensor, k: int | None, reentrant: bool) -> torch.Tensor:
+    """k=None: no checkpointing; otherwise k equal segments, every one checkpointed."""
+    if k is None:
+        for layer in layers:
+            x = layer(x)
+        return x
+    size = len(layers) // k
+
+    def segment(i: int):
+        def fn(h: torch.Tensor) -> torch.Tensor:
+            for layer in layers[i * size : (i + 1) * size]:
+                h = layer(h)
+            return h
+
+        return fn
+
+    for i in range(k):
+        x = checkpoint(segment(i), x, use_reentrant=reentrant)
+    return x
+
+
+def measure(depth: int, k: int | None) -> tuple[int, int]:
+    """(units kept after forward, peak units over forward + backward)."""
+    layers = [Layer(depth) for _ in range(N)]
+    x = torch.randn(*SHAPE, requires_grad=True)
+    with SavedMeter() as m:
+        out = run_segments(layers, x, k, reentrant=True)
+        after_forward = m.live
+        out.sum().backward()
+    assert m.live == 0
+    return after_forward // UNIT, m.peak // UNIT
+
+
+def test_memory_is_u_shaped_in_segment_count_with_minimum_at_sqrt_n() -> None:
+    peaks = {k: measure(depth=1, k=k)[1] for k in (1, 2, 4, 8, 16)}
+    # about k boundary inputs + one segment's N/k activations while it is recomputed
+    assert peaks == {k: k + N // k - 1 for k in (1, 2, 4, 8, 16)}
+    assert peaks == {1: 16, 2: 9, 4: 7, 8: 9, 16: 16}
+    assert min(peaks, key=peaks.__getitem__) == 4  # sqrt(16)
+    assert measure(depth=1, k=None)[1] == 16  # no checkpointing: every layer's activations
+
+
+def test_heavier_layers_move_the_best_segment_count_up() -> None:
+    # each layer saves 4 units (its input + 3 inside): memory ~ k + 4N/k, best at k = sqrt(4N)
+    peaks = {k: measure(depth=4, k=k)[1] for k in (2, 4, 8, 16)}
+    assert peaks == {2: 33, 4: 19, 8: 15, 16: 19}
+    assert min(peaks, key=peaks.__getitem__) == 8
+    assert measure(depth=4, k=None)[1] == 64
+
+
+def test_segments_keep_only_their_boundary_inputs_after_forward() -> None:
+    for reentrant in (True, False):
+        for k in (2, 4, 8):
+            layers = [Layer(4) for _ in range(N)]
+            x = torch.randn(*SHAPE, requires_grad=True)
+            with SavedMeter() as m:
+                out = run_segments(layers, x, k, reentrant=reentrant)
+                assert m.live == k * UNIT
+            assert out.requires_grad
+
+
+def test_checkpointing_every_layer_keeps_every_layer_input() -> None:
+    for reentrant in (True, False):
+        layers = [Layer(1) for _ in range(N)]
+        x = torch.randn(*SHAPE, requires_grad=True)
+        with SavedMeter() as m:
+            out = run_segments(layers, x, N, reentrant=reentrant)
+            every_layer = m.live
+        del out
+        assert every_layer == N * UNIT  # one input per layer
+    # with layers that save only their input, that is as much as no checkpointing at all
+    assert measure(depth=1, k=N)[0] == measure(depth=1, k=None)[0] == N
+
+
+def test_segment_schedule_reruns_each_layer_once() -> None:
+    for reentrant in (True, False):
+        for k in (2, 4, 8, 16):
+            layers = [Layer(2) for _ in range(N)]
+            x = torch.randn(*SHAPE, requires_grad=True)
+            run_segments(layers, x, k, reentrant=reentrant).sum().backward()
+            # one forward plus one recompute per layer, whatever the number of segments
+            assert [layer.calls for layer in layers] == [2] * N

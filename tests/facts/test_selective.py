@@ -1,0 +1,195 @@
+"""Fact tests for questions/selective.yaml (selective activation checkpointing, torch 2.13).
+
+Memory is measured as the bytes of op outputs still alive after the forward pass
+(a small TorchDispatchMode holding weak references, unique storages by data_ptr);
+recompute is measured by counting aten.mm calls during backward.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import weakref
+from collections import Counter
+from typing import Callable
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.checkpoint import (
+    CheckpointPolicy,
+    checkpoint,
+    create_selective_checkpoint_contexts,
+)
+
+MM = torch.ops.aten.mm.default
+
+
+class _TrackOutputs(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[weakref.ref[torch.Tensor]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor):
+                self.refs.append(weakref.ref(t))
+        return out
+
+
+class _CountOps(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[object] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        self.counts[func] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def held_bytes_and_backward_mm(run: Callable[[], torch.Tensor]) -> tuple[int, int]:
+    """(bytes of intermediates alive after forward, aten.mm calls during backward)."""
+    mode = _TrackOutputs()
+    with mode:
+        out = run()
+    gc.collect()
+    result_ptr = out.untyped_storage().data_ptr()
+    storages: dict[int, int] = {}
+    for ref in mode.refs:
+        t = ref()
+        if t is not None and t.untyped_storage().data_ptr() != result_ptr:
+            storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    counter = _CountOps()
+    with counter:
+        out.sum().backward()
+    return sum(storages.values()), counter.counts[MM]
+
+
+torch.manual_seed(0)
+W1 = torch.randn(64, 64, requires_grad=True)
+W2 = torch.randn(64, 64, requires_grad=True)
+
+
+def two_matmuls(x: torch.Tensor) -> torch.Tensor:
+    return (torch.mm(x, W1).relu().sin() @ W2).cos()
+
+
+def sac(policy) -> Callable[[], tuple]:  # type: ignore[no-untyped-def]
+    return functools.partial(create_selective_checkpoint_contexts, policy)
+
+
+def save_mm_policy(ctx, op, *args, **kwargs):  # type: ignore[no-untyped-def]
+    return CheckpointPolicy.MUST_SAVE if op == MM else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def all_prefer_recompute(ctx, op, *args, **kwargs):  # type: ignore[no-untyped-def]
+    return CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def all_prefer_save(ctx, op, *args, **kwargs):  # type: ignore[no-untyped-def]
+    return CheckpointPolicy.PREFER_SAVE
+
+
+def _x() -> torch.Tensor:
+    return torch.randn(32, 64, requires_grad=True)
+
+
+def _grads(run: Callable[[torch.Tensor], torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    for p in (W1, W2):
+        p.grad = None
+    torch.manual_seed(1)
+    x = _x()
+    run(x).sum().backward()
+    return (x.grad.clone(), W1.grad.clone(), W2.grad.clone())
+
+
+def test_saving_matmuls_trades_memory_for_fewer_recomputed_mm() -> None:
+    x = _x()
+    plain = held_bytes_and_backward_mm(lambda: two_matmuls(x))
+    full = held_bytes_and_backward_mm(lambda: checkpoint(two_matmuls, x, use_reentrant=False))
+    selective = held_bytes_and_backward_mm(
+        lambda: checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac(save_mm_policy))
+    )
+    # backward mm calls: 4 gradient matmuls; plain checkpointing recomputes both forward mm
+    assert plain[1] == 4
+    assert full[1] == 6
+    assert selective[1] == 4  # saved matmul outputs are not recomputed
+    # memory kept after forward: full AC < SAC (two mm outputs) < no checkpointing
+    assert full[0] == 0
+    assert 0 < selective[0] < plain[0]
+    assert selective[0] == 2 * 32 * 64 * 4  # exactly the two mm outputs (fp32)
+    # gradients are identical in all three
+    ref = _grads(two_matmuls)
+    for run in (
+        lambda x: checkpoint(two_matmuls, x, use_reentrant=False),
+        lambda x: checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac(save_mm_policy)),
+    ):
+        for a, b in zip(ref, _grads(run)):
+            assert torch.equal(a, b)
+
+
+def test_op_list_means_must_save_listed_ops() -> None:
+    x = _x()
+    as_list = held_bytes_and_backward_mm(
+        lambda: checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac([MM]))
+    )
+    as_fn = held_bytes_and_backward_mm(
+        lambda: checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac(save_mm_policy))
+    )
+    assert as_list == as_fn
+
+
+def test_op_list_needs_overloads_not_packets() -> None:
+    x = _x()
+    with pytest.raises(ValueError, match=r"OpOverloadPacket.*aten\.mm\.default"):
+        checkpoint(
+            two_matmuls, x, use_reentrant=False, context_fn=sac([torch.ops.aten.mm])
+        )
+
+
+def test_all_prefer_recompute_equals_plain_checkpointing() -> None:
+    x = _x()
+    full = held_bytes_and_backward_mm(lambda: checkpoint(two_matmuls, x, use_reentrant=False))
+    recompute_all = held_bytes_and_backward_mm(
+        lambda: checkpoint(
+            two_matmuls, x, use_reentrant=False, context_fn=sac(all_prefer_recompute)
+        )
+    )
+    assert recompute_all == full
+
+
+def test_all_prefer_save_keeps_more_than_no_checkpointing() -> None:
+    w = torch.randn(64, 64, requires_grad=True)
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        # autograd keeps x and w for mm's backward, never mm's output
+        return torch.mm(x, w).sum(dim=1)
+
+    x = _x()
+    plain = held_bytes_and_backward_mm(lambda: f(x))
+    save_all = held_bytes_and_backward_mm(
+        lambda: checkpoint(f, x, use_reentrant=False, context_fn=sac(all_prefer_save))
+    )
+    assert plain[0] == 0
+    assert save_all[0] == 32 * 64 * 4  # the mm output, cached although backward never needs it
+
+
+def test_sac_region_backpropagates_only_once() -> None:
+    x = _x()
+    y = checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac(save_mm_policy))
+    y.sum().backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="backward an extra time"):
+        y.sum().backward()
+    # plain non-reentrant checkpointing allows it with retain_graph=True
+    y = checkpoint(two_matmuls, x, use_reentrant=False)
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+
+
+def test_sac_needs_non_reentrant() -> None:
+    x = _x()
+    with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+        checkpoint(two_matmuls, x, use_reentrant=True, context_fn=sac([MM]))
+
