@@ -61,7 +61,7 @@ def utcnow() -> datetime:
 
 def clean_name(name: str) -> str:
     """A display name safe to store and show: no control or direction characters, bounded."""
-    cleaned = " ".join(_CONTROL_RE.sub("", name).split())[:MAX_NAME]
+    cleaned = " ".join(_CONTROL_RE.sub(" ", name).split())[:MAX_NAME]
     return cleaned or "someone"
 
 

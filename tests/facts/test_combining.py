@@ -10,9 +10,10 @@ from __future__ import annotations
 import copy
 import inspect
 import warnings
+from typing import Self
 
 import torch
-import torch.nn as nn
+from torch import nn
 from torch.autograd.graph import save_on_cpu, saved_tensors_hooks
 from torch.distributed.algorithms._checkpoint import checkpoint_wrapper as cw_module
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
@@ -24,7 +25,6 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
 )
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import checkpoint
-
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -44,7 +44,7 @@ class SavedBytes:
             self.storages[s.data_ptr()] = s.nbytes()
         return t
 
-    def __enter__(self) -> "SavedBytes":
+    def __enter__(self) -> Self:
         self._hooks = saved_tensors_hooks(self._pack, lambda t: t)
         self._hooks.__enter__()
         return self

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from typing import Self
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 from torch.autograd.graph import saved_tensors_hooks
 from torch.utils.checkpoint import checkpoint
 
@@ -26,7 +27,7 @@ class SavedBytes:
             self.storages[s.data_ptr()] = s.nbytes()
         return t
 
-    def __enter__(self) -> "SavedBytes":
+    def __enter__(self) -> Self:
         self._hooks = saved_tensors_hooks(self._pack, lambda t: t)
         self._hooks.__enter__()
         return self

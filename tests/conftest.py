@@ -1,0 +1,96 @@
+"""Shared fixtures: a controllable clock, real SQLite files and (when available) a real
+PostgreSQL server, the small test bank, and engines built on them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from bot.core.bank import Bank, load_bank
+from bot.core.engine import StudyEngine
+from bot.store.database import Database, upgrade
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_BANK = ROOT / "tests" / "data" / "bank"
+POSTGRES_URL = os.environ.get("STUDYBOT_TEST_POSTGRES_URL")
+IN_CI = os.environ.get("CI") == "true"
+
+
+@dataclass
+class FakeClock:
+    """A clock the tests move by hand; engine and scheduler both read it."""
+
+    now: datetime
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+    def set(self, moment: datetime) -> None:
+        self.now = moment
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc))  # a Monday
+
+
+@pytest.fixture(scope="session")
+def test_bank() -> Bank:
+    return load_bank(TEST_BANK)
+
+
+def _reset_postgres(url: str) -> None:
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+
+
+def postgres_url_or_skip() -> str:
+    if POSTGRES_URL:
+        return POSTGRES_URL
+    if IN_CI:
+        pytest.fail("CI=true but STUDYBOT_TEST_POSTGRES_URL is not set: .ci/run must start PostgreSQL")
+    pytest.skip("PostgreSQL not available: set STUDYBOT_TEST_POSTGRES_URL to run the store tests on it")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, migrated database: a real SQLite file, then a real PostgreSQL server."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'studybot.db'}"
+    else:
+        url = postgres_url_or_skip()
+        _reset_postgres(url)
+    upgrade(url)
+    yield url
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'studybot.db'}"
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def database(db_url: str) -> Iterator[Database]:
+    db = Database(db_url)
+    yield db
+    db.dispose()
+
+
+@pytest.fixture
+def engine(database: Database, test_bank: Bank, clock: FakeClock) -> StudyEngine:
+    return StudyEngine(database, test_bank, clock=clock)

@@ -1,0 +1,249 @@
+"""The console chat: a scripted session end to end, and bad input that must not hurt."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.core.bank import Bank
+from bot.core.engine import StudyEngine
+from bot.platforms.console import Console, Message
+from bot.store.database import Database
+from tests.conftest import ROOT, TEST_BANK, FakeClock
+
+
+def kinds(messages: list[Message]) -> list[str]:
+    return [m.kind for m in messages]
+
+
+def only(messages: list[Message], kind: str) -> Message:
+    found = [m for m in messages if m.kind == kind]
+    assert len(found) == 1, messages
+    return found[0]
+
+
+@pytest.fixture
+def chat(engine: StudyEngine) -> Console:
+    return Console(engine, community="club", user="Ann")
+
+
+def test_scripted_session_two_users(chat: Console, test_bank: Bank) -> None:
+    question = only(chat.handle("/daily"), "question")
+    assert question.to == "channel"
+    q = test_bank.get(question.data["question_id"])
+    assert q is not None
+    right = "abcde"[q.answer_index]
+    wrong = "abcde"[(q.answer_index + 1) % len(q.choices)]
+
+    ann = only(chat.handle(right.upper() + ")"), "feedback")
+    assert ann.to == "user" and ann.data == {"correct": True, "points": 10, "chosen": right.upper(),
+                                              "answer": right.upper(), "round_id": question.data["round_id"]}
+    double = only(chat.handle(wrong), "already_answered")
+    assert double.data["chosen"] == right.upper() and f"already answered {right.upper()}" in double.text
+
+    chat.handle("/as Bob")
+    bob = only(chat.handle(wrong), "feedback")
+    assert bob.data["correct"] is False and bob.data["points"] == 0
+    assert q.choices[(q.answer_index + 1) % len(q.choices)].why in bob.text
+    if q.trap:
+        assert q.trap in bob.text
+
+    reveal = only(chat.handle("/close"), "reveal")
+    assert reveal.to == "channel" and reveal.data["answer"] == right.upper()
+    assert reveal.data["counts"][right.upper()] == 1 and reveal.data["counts"][wrong.upper()] == 1
+    assert sum(reveal.data["counts"].values()) == 2
+    closed = only(chat.handle(right), "notice")  # nothing open any more: not an answer
+    assert "no open question" in closed.text
+
+    bob_score = only(chat.handle("/score"), "score")
+    assert bob_score.data["week_points"] == 0 and bob_score.data["total_points"] == 0
+    assert bob_score.data["week_rank"] is None and bob_score.data["streak"] == 0
+    chat.handle("/as Ann")
+    ann_score = only(chat.handle("/score"), "score")
+    assert (ann_score.data["week_points"], ann_score.data["week_rank"], ann_score.data["streak"]) == (10, 1, 1)
+
+    board = only(chat.handle("/leaderboard"), "leaderboard")
+    assert board.data["rows"] == [{"rank": 1, "user": "Ann", "points": 10}]
+    assert only(chat.handle("/leaderboard all"), "leaderboard").data["rows"][0]["points"] == 10
+
+
+def test_a_closed_round_says_so(chat: Console, engine: StudyEngine, clock: FakeClock) -> None:
+    card = only(chat.handle("/daily"), "question")
+    clock.advance(hours=13)  # past the 12-hour window, not yet revealed
+    from bot.core.values import UserRef
+
+    reply = engine.answer(UserRef("console", "club", "ann", "Ann"), card.data["round_id"], 0)
+    from bot.platforms.console import render
+
+    message = only(render(reply), "closed")
+    assert "not scored" in message.text
+
+
+def test_practice_line_answers_the_pending_practice_first(chat: Console) -> None:
+    chat.handle("/daily")
+    practice = only(chat.handle("/quiz fundamentals"), "question")
+    assert practice.to == "user" and practice.data["round_kind"] == "practice"
+    feedback = only(chat.handle("a"), "feedback")
+    assert feedback.data["round_id"] == practice.data["round_id"] and feedback.data["points"] == 0
+    daily_feedback = only(chat.handle("a"), "feedback")  # now the daily round
+    assert daily_feedback.data["round_id"] != practice.data["round_id"]
+
+
+@pytest.mark.parametrize(
+    "line, kind, words",
+    [
+        ("/frobnicate", "error", "Unknown command"),
+        ("x" * 100_000, "error", "limit is 2,000"),
+        ("\u202e\u0301" * 999, "notice", "not an answer"),
+        ("🙂" * 1999, "notice", "not an answer"),
+        ("b", "notice", "no open question"),
+        ("/quiz astrology", "error", "Unknown topic"),
+        ("/leaderboard yesterday", "error", "ISO week"),
+        ("/config window_hours 99", "error", "1 to 48"),
+        ("/demo explode", "error", "/demo checkpoint"),
+        ("/demo checkpoint layers=lots", "error", "whole number"),
+        ("/demo checkpoint strategies=none,magic", "error", "Unknown strategy"),
+        ("/as", "error", "Say who"),
+    ],
+)
+def test_bad_input_gets_one_sentence_and_the_chat_goes_on(chat: Console, line: str, kind: str, words: str) -> None:
+    chat.handle("/as Ann")
+    reply = chat.handle(line)
+    assert kinds(reply) == [kind] and words in reply[0].text
+    assert "\n" not in reply[0].text
+    assert only(chat.handle("/score"), "score")  # still alive
+
+
+def test_unicode_names_are_cleaned(chat: Console) -> None:
+    reply = only(chat.handle("/as \u202eEve\u0000  the\tgreat" + "!" * 300), "notice")
+    assert reply.data["user"].startswith("Eve the great") and len(reply.data["user"]) <= 80
+
+
+def test_a_locked_database_is_reported_and_nothing_is_lost(tmp_path: Path, sqlite_url: str, test_bank: Bank,
+                                                           clock: FakeClock) -> None:
+    db = Database(sqlite_url)
+    chat = Console(StudyEngine(db, test_bank, clock=clock), community="club", user="Ann")
+    card = only(chat.handle("/daily"), "question")
+    assert only(chat.handle("a"), "feedback")
+    import bot.store.database as database
+
+    path = sqlite_url.removeprefix("sqlite:///")
+    blocker = sqlite3.connect(path, timeout=0)
+    blocker.execute("BEGIN EXCLUSIVE")
+    original = database.BUSY_TIMEOUT_MS
+    try:
+        db.dispose()
+        database.BUSY_TIMEOUT_MS = 200  # new connections give up fast
+        chat.handle("/as Bob")
+        reply = chat.handle("b")
+        assert kinds(reply) == ["error"] and "busy or read-only" in reply[0].text
+    finally:
+        database.BUSY_TIMEOUT_MS = original
+        blocker.rollback()
+        blocker.close()
+    db.dispose()
+    retry = only(chat.handle("b"), "feedback")  # Bob's retry works once the lock is gone
+    assert retry.data["round_id"] == card.data["round_id"]
+    reveal = only(chat.handle("/close"), "reveal")
+    assert sum(reveal.data["counts"].values()) == 2  # Ann's answer survived
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not Path("/proc/self/status").exists(), reason="needs /proc")
+def test_a_read_only_database_is_reported_and_nothing_is_lost(tmp_path: Path, test_bank: Bank, clock: FakeClock) -> None:
+    from bot.store.database import upgrade
+
+    url = f"sqlite:///{tmp_path / 'ro.db'}"
+    upgrade(url)
+    chat = Console(StudyEngine(Database(url), test_bank, clock=clock), community="club", user="Ann")
+    only(chat.handle("/daily"), "question")
+    assert only(chat.handle("a"), "feedback")
+    # Reopen the same file read-only, as a mount or a permission change would.
+    ro = Database(f"sqlite:///file:{tmp_path / 'ro.db'}?mode=ro&uri=true")
+    ro_chat = Console(StudyEngine(ro, test_bank, clock=clock), community="club", user="Bob")
+    reply = ro_chat.handle("b")
+    assert kinds(reply) == ["error"] and "busy or read-only" in reply[0].text
+    assert only(ro_chat.handle("/leaderboard all"), "leaderboard")  # reads still work
+    reveal = only(chat.handle("/close"), "reveal")
+    assert sum(reveal.data["counts"].values()) == 1
+
+
+def _cli(args: list[str], tmp_path: Path, stdin: str = "", bank: Path = TEST_BANK,
+         extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "STUDYBOT_QUESTIONS_DIR": str(bank),
+           "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}", **(extra_env or {})}
+    env.pop("DISCORD_TOKEN", None)
+    return subprocess.run([sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+
+
+def test_jsonl_console_session_over_stdin(tmp_path: Path) -> None:
+    script = "/daily\n/as Bob\n/score\n/quit\n/score\n"
+    done = _cli(["console", "--jsonl", "--user", "Ann"], tmp_path, script)
+    assert done.returncode == 0, done.stderr
+    messages = [json.loads(line) for line in done.stdout.splitlines()]
+    for message in messages:
+        assert set(message) >= {"to", "kind", "text", "data"}
+    questions = [m for m in messages if m["kind"] == "question"]
+    assert questions and set(questions[0]["data"]) >= {"round_id", "question_id", "choices"}
+    assert [m["kind"] for m in messages].count("score") == 1  # nothing after /quit
+    assert "import torch" not in done.stderr
+
+
+def test_console_refuses_a_broken_bank_with_every_problem(tmp_path: Path) -> None:
+    bank = tmp_path / "bank"
+    bank.mkdir()
+    (bank / "fundamentals.yaml").write_text("topic: fundamentals\nquestions:\n  - id: X\n    difficulty: 9\n")
+    done = _cli(["console"], tmp_path, "", bank=bank)
+    assert done.returncode == 1
+    assert f"{bank / 'fundamentals.yaml'}:3: id 'X' must be" in done.stderr
+    assert f"{bank / 'fundamentals.yaml'}:4: difficulty must be 1, 2 or 3" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_plain_text_when_stdin_is_not_a_terminal(tmp_path: Path) -> None:
+    done = _cli(["console"], tmp_path, "/help\n/daily\n")
+    assert done.returncode == 0
+    assert "[to you] Commands:" in done.stdout and "[#console] Daily question #1" in done.stdout
+    assert "\x1b[" not in done.stdout  # no terminal colour codes in a pipe
+
+
+def test_invalid_utf8_on_stdin_is_survivable(tmp_path: Path) -> None:
+    env = {**os.environ, "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK),
+           "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
+    done = subprocess.run([sys.executable, "-m", "bot", "console", "--jsonl"], input=b"\xff\xfe\n/score\n",
+                          capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0
+    assert b'"kind": "score"' in done.stdout
+
+
+def test_run_without_tokens_names_the_variables_and_starts_the_console(tmp_path: Path) -> None:
+    done = _cli(["run"], tmp_path, "/help\n")
+    assert done.returncode == 0
+    assert "DISCORD_TOKEN" in done.stderr and "SLACK_BOT_TOKEN" in done.stderr
+    assert "Commands:" in done.stdout
+
+
+def test_bot_process_never_imports_torch() -> None:
+    code = ("import sys, bot.cli, bot.platforms.console, bot.core.engine, bot.jobs; "
+            "bad = [m for m in ('torch', 'discord', 'slack_bolt', 'apscheduler') if m in sys.modules]; "
+            "print(bad)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.stdout.strip() == "[]"
+
+
+def test_core_imports_no_platform_library() -> None:
+    forbidden = ("discord", "slack_bolt", "apscheduler", "torch")
+    for path in (ROOT / "bot" / "core").glob("*.py"):
+        for line in path.read_text().splitlines():
+            stripped = line.strip()
+            if stripped.startswith(("import ", "from ")):
+                module = stripped.split()[1].split(".")[0]
+                assert module not in forbidden, f"{path.name} imports {module}"
+    assert stat.S_ISDIR((ROOT / "bot" / "core").stat().st_mode)

@@ -1,0 +1,327 @@
+"""The engine's rules, on a real SQLite file and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from bot.core.bank import Bank
+from bot.core.engine import StudyEngine, parse_choice
+from bot.core.errors import InvalidInput, NotFound
+from bot.core.values import (
+    AlreadyAnswered,
+    AlreadyOpen,
+    AnswerFeedback,
+    ChannelRef,
+    CommunityRef,
+    ConfirmForget,
+    Forgotten,
+    NothingDue,
+    Notice,
+    QuestionCard,
+    RevealCard,
+    RoundClosed,
+    UserRef,
+)
+from tests.conftest import FakeClock
+
+CH = ChannelRef("console", "guild", "general")
+COMMUNITY = CommunityRef("console", "guild")
+
+
+def user(name: str, community: str = "guild") -> UserRef:
+    return UserRef("console", community, name.lower(), name)
+
+
+def open_round(engine: StudyEngine, channel: ChannelRef = CH) -> QuestionCard:
+    card = engine.open_daily(channel)
+    assert isinstance(card, QuestionCard)
+    return card
+
+
+def right(bank: Bank, card: QuestionCard) -> int:
+    question = bank.get(card.question_id)
+    assert question is not None
+    return question.answer_index
+
+
+def wrong(bank: Bank, card: QuestionCard) -> int:
+    return (right(bank, card) + 1) % len(card.choices)
+
+
+def test_one_daily_round_per_channel_per_local_day(engine: StudyEngine, clock: FakeClock) -> None:
+    first = open_round(engine)
+    again = engine.open_daily(CH)
+    assert again == AlreadyOpen(round_id=first.round_id, local_date="2026-11-23")
+    other_channel = open_round(engine, ChannelRef("console", "guild", "random"))
+    assert other_channel.round_id != first.round_id
+    clock.advance(days=1)
+    assert open_round(engine).round_id not in (first.round_id, other_channel.round_id)
+
+
+def test_local_day_follows_the_community_time_zone(engine: StudyEngine, clock: FakeClock) -> None:
+    engine.config(COMMUNITY, "timezone", "America/New_York")
+    clock.set(datetime(2026, 11, 24, 3, 0, tzinfo=timezone.utc))  # still the 23rd in New York
+    first = open_round(engine)
+    clock.set(datetime(2026, 11, 24, 4, 59, tzinfo=timezone.utc))  # 23:59 on the 23rd
+    assert isinstance(engine.open_daily(CH), AlreadyOpen)
+    clock.set(datetime(2026, 11, 24, 5, 0, tzinfo=timezone.utc))  # midnight: the 24th
+    assert open_round(engine).round_id != first.round_id
+
+
+def test_questions_are_not_repeated_until_all_were_asked(engine: StudyEngine, clock: FakeClock, test_bank: Bank) -> None:
+    asked = []
+    for _ in range(len(test_bank)):
+        asked.append(open_round(engine).question_id)
+        clock.advance(days=1)
+    assert sorted(asked) == sorted(q.id for q in test_bank.questions)
+    # Then the least recently asked comes back first.
+    assert open_round(engine).question_id == asked[0]
+    clock.advance(days=1)
+    assert open_round(engine).question_id == asked[1]
+
+
+def test_admins_are_told_when_few_unasked_questions_remain(engine: StudyEngine) -> None:
+    card = open_round(engine)
+    assert card.admin_note is not None and "2" in card.admin_note
+
+
+def test_first_answer_is_final(engine: StudyEngine, test_bank: Bank) -> None:
+    card = open_round(engine)
+    ann = user("Ann")
+    first = engine.answer(ann, card.round_id, wrong(test_bank, card))
+    assert isinstance(first, AnswerFeedback) and not first.correct and first.points == 0
+    second = engine.answer(ann, card.round_id, right(test_bank, card))
+    assert second == AlreadyAnswered(round_id=card.round_id, chosen=first.chosen)
+    assert engine.score(ann).total_points == 0
+
+
+def test_feedback_names_the_right_choice_the_why_of_the_pick_and_the_trap(engine: StudyEngine, test_bank: Bank) -> None:
+    card = open_round(engine)
+    question = test_bank.get(card.question_id)
+    assert question is not None
+    pick = wrong(test_bank, card)
+    feedback = engine.answer(user("Ann"), card.round_id, pick)
+    assert isinstance(feedback, AnswerFeedback)
+    assert feedback.why == question.choices[pick].why
+    assert feedback.answer_text == question.choices[question.answer_index].text
+    assert feedback.trap == question.trap
+
+
+def test_answer_after_close_is_not_scored(engine: StudyEngine, clock: FakeClock, test_bank: Bank) -> None:
+    card = open_round(engine)
+    reveal = engine.close_round(card.round_id)
+    assert isinstance(reveal, RevealCard)
+    late = engine.answer(user("Ann"), card.round_id, right(test_bank, card))
+    assert isinstance(late, RoundClosed) and late.answer == reveal.answer
+    assert engine.score(user("Ann")).total_points == 0
+    # The window ending closes it for answers too, even before the reveal job runs.
+    clock.advance(days=1)
+    card2 = open_round(engine)
+    clock.advance(hours=12)
+    assert isinstance(engine.answer(user("Ann"), card2.round_id, 0), RoundClosed)
+
+
+def test_reveal_counts_each_choice_and_happens_once(engine: StudyEngine, test_bank: Bank) -> None:
+    card = open_round(engine)
+    ok, bad = right(test_bank, card), wrong(test_bank, card)
+    for name, pick in [("Ann", ok), ("Bob", bad), ("Cy", ok)]:
+        engine.answer(user(name), card.round_id, pick)
+    reveal = engine.close_round(card.round_id)
+    assert isinstance(reveal, RevealCard)
+    counts = {c.letter: c.count for c in reveal.choices}
+    assert counts[reveal.answer] == 2 and sum(counts.values()) == 3
+    assert all(len(c.why) >= 40 for c in reveal.choices)
+    assert isinstance(engine.close_round(card.round_id), Notice)
+    assert engine.close_due() == []
+
+
+def test_streak_bonus_grows_by_one_per_earlier_correct_round_up_to_five(
+    engine: StudyEngine, clock: FakeClock, test_bank: Bank
+) -> None:
+    ann = user("Ann")
+    points = []
+    for _ in range(8):
+        card = open_round(engine)
+        feedback = engine.answer(ann, card.round_id, right(test_bank, card))
+        assert isinstance(feedback, AnswerFeedback)
+        points.append(feedback.points)
+        clock.advance(days=1)
+    assert points == [10, 11, 12, 13, 14, 15, 15, 15]
+    # A miss (here: a round not answered at all) resets the bonus.
+    open_round(engine)
+    clock.advance(days=1)
+    card = open_round(engine)
+    feedback = engine.answer(ann, card.round_id, right(test_bank, card))
+    assert isinstance(feedback, AnswerFeedback) and feedback.points == 10
+    score = engine.score(ann)
+    assert score.best_streak == 8 and score.streak == 1
+
+
+def test_text_answers(test_bank: Bank) -> None:
+    choices = ["Extra compute for lower memory", "Model accuracy for speed", "Disk space"]
+    assert parse_choice("b", choices) == 1
+    assert parse_choice(" B) ", choices) == 1
+    assert parse_choice("c.", choices) == 2
+    assert parse_choice("extra COMPUTE, for lower-memory!", choices) == 0
+    assert parse_choice("d", choices) is None  # no fourth choice
+    assert parse_choice("maybe b?", choices) is None
+    assert parse_choice("", choices) is None
+
+
+def test_text_reply_answers_the_open_round_and_ignores_chatter(engine: StudyEngine, test_bank: Bank) -> None:
+    card = open_round(engine)
+    assert engine.answer_text(user("Ann"), CH, "good morning everyone") is None
+    feedback = engine.answer_text(user("Ann"), CH, card.choices[right(test_bank, card)].upper())
+    assert isinstance(feedback, AnswerFeedback) and feedback.correct
+    assert isinstance(engine.answer_text(user("Ann"), CH, "a"), AlreadyAnswered)
+
+
+def test_a_letter_with_nothing_open_gets_a_sentence(engine: StudyEngine) -> None:
+    reply = engine.answer_text(user("Ann"), CH, "b")
+    assert isinstance(reply, Notice) and "no open question" in reply.text
+
+
+def test_practice_gives_no_leaderboard_points_but_counts_in_stats(engine: StudyEngine, test_bank: Bank) -> None:
+    ann = user("Ann")
+    card = engine.quiz(ann, CH, "fundamentals")
+    assert card.kind == "practice"
+    feedback = engine.answer_text(ann, CH, "abc-not-an-answer")
+    assert feedback is None
+    question = test_bank.get(card.question_id)
+    assert question is not None
+    feedback = engine.answer(ann, card.round_id, question.answer_index)
+    assert isinstance(feedback, AnswerFeedback) and feedback.correct and feedback.points == 0
+    score = engine.score(ann)
+    assert (score.practice.answered, score.practice.correct, score.total_points) == (1, 1, 0)
+    assert engine.leaderboard(COMMUNITY).rows == ()
+
+
+def test_quiz_rejects_an_unknown_topic(engine: StudyEngine) -> None:
+    with pytest.raises(InvalidInput, match="Unknown topic"):
+        engine.quiz(user("Ann"), CH, "astrology")
+
+
+def test_practice_question_belongs_to_its_user(engine: StudyEngine) -> None:
+    card = engine.quiz(user("Ann"), CH)
+    with pytest.raises(NotFound):
+        engine.answer(user("Bob"), card.round_id, 0)
+
+
+def test_leaderboard_ties_share_a_rank_then_sort_by_name(engine: StudyEngine, clock: FakeClock, test_bank: Bank) -> None:
+    card = open_round(engine)
+    for name in ["dora", "Bob", "Ann"]:
+        engine.answer(user(name), card.round_id, right(test_bank, card))
+    engine.answer(user("Cy"), card.round_id, wrong(test_bank, card))
+    clock.advance(days=1)
+    card = open_round(engine)
+    engine.answer(user("Eve"), card.round_id, right(test_bank, card))
+    engine.answer(user("Ann"), card.round_id, right(test_bank, card))
+    board = engine.leaderboard(COMMUNITY)
+    assert [(r.rank, r.user, r.points) for r in board.rows] == [
+        (1, "Ann", 21), (2, "Bob", 10), (2, "dora", 10), (2, "Eve", 10)]
+    assert board.scope == "2026-W48"
+
+
+def test_weeks_are_iso_weeks_in_the_community_time_zone(engine: StudyEngine, clock: FakeClock, test_bank: Bank) -> None:
+    engine.config(COMMUNITY, "timezone", "Asia/Tokyo")
+    engine.config(COMMUNITY, "window_hours", "12")
+    # Sunday 2026-11-29 20:00 UTC is already Monday 05:00 in Tokyo: ISO week 49 there.
+    clock.set(datetime(2026, 11, 29, 20, 0, tzinfo=timezone.utc))
+    card = open_round(engine)
+    engine.answer(user("Ann"), card.round_id, right(test_bank, card))
+    assert [r.user for r in engine.leaderboard(COMMUNITY, week="2026-W49").rows] == ["Ann"]
+    assert engine.leaderboard(COMMUNITY, week="2026-W48").rows == ()
+    assert engine.leaderboard(COMMUNITY, all_time=True).rows[0].points == 10
+    with pytest.raises(InvalidInput, match="ISO week"):
+        engine.leaderboard(COMMUNITY, week="last week")
+
+
+def test_score_reports_week_rank_accuracy_and_reviews(engine: StudyEngine, clock: FakeClock, test_bank: Bank) -> None:
+    ann, bob = user("Ann"), user("Bob")
+    card = open_round(engine)
+    engine.answer(ann, card.round_id, right(test_bank, card))
+    engine.answer(bob, card.round_id, wrong(test_bank, card))
+    score = engine.score(bob)
+    assert (score.week_points, score.week_rank, score.daily.answered, score.daily.correct) == (0, None, 1, 0)
+    assert score.reviews_due == 0  # a miss comes back the next day
+    clock.advance(days=1)
+    assert engine.score(bob).reviews_due == 1
+    ann_score = engine.score(ann)
+    assert (ann_score.week_points, ann_score.week_rank, ann_score.streak) == (10, 1, 1)
+
+
+def test_missed_questions_come_back_on_a_spaced_schedule(engine: StudyEngine, clock: FakeClock, test_bank: Bank) -> None:
+    bob = user("Bob")
+    card = open_round(engine)
+    engine.answer(bob, card.round_id, wrong(test_bank, card))
+    assert isinstance(engine.review(bob, CH), NothingDue)
+    clock.advance(days=1)
+    review = engine.review(bob, CH)
+    assert isinstance(review, QuestionCard) and review.kind == "review" and review.question_id == card.question_id
+    feedback = engine.answer(bob, review.round_id, right(test_bank, card))
+    assert isinstance(feedback, AnswerFeedback) and feedback.points == 0
+    later = engine.review(bob, CH)
+    assert isinstance(later, NothingDue) and later.next_due is not None
+    assert later.next_due - clock.now >= timedelta(days=1)  # a right answer pushes it further out
+
+
+def test_forget_me_asks_first_then_deletes_only_that_user(engine: StudyEngine, test_bank: Bank) -> None:
+    card = open_round(engine)
+    engine.answer(user("Ann"), card.round_id, right(test_bank, card))
+    engine.answer(user("Bob"), card.round_id, right(test_bank, card))
+    assert engine.forget_me(user("Ann")) == ConfirmForget(user="Ann", answers=1)
+    assert [r.user for r in engine.leaderboard(COMMUNITY).rows] == ["Ann", "Bob"]
+    assert engine.forget_me(user("Ann"), confirm=True) == Forgotten(user="Ann", answers_deleted=1)
+    assert [r.user for r in engine.leaderboard(COMMUNITY).rows] == ["Bob"]
+
+
+def test_communities_never_leak(engine: StudyEngine, test_bank: Bank) -> None:
+    card = open_round(engine)
+    engine.answer(user("Ann"), card.round_id, right(test_bank, card))
+    stranger = user("Mallory", community="other")
+    with pytest.raises(NotFound):
+        engine.answer(stranger, card.round_id, 0)
+    assert engine.leaderboard(CommunityRef("console", "other")).rows == ()
+    assert engine.score(user("Ann", community="other")).total_points == 0
+
+
+def test_config_validates_each_setting(engine: StudyEngine) -> None:
+    card = engine.config(COMMUNITY, "daily_time", "7:05")
+    assert dict(card.settings)["daily_time"] == "07:05"
+    for key, value, message in [
+        ("timezone", "Mars/Olympus", "IANA"),
+        ("daily_time", "25:00", "time of day"),
+        ("window_hours", "0", "1 to 48"),
+        ("topics", "fundamentals,astrology", "Unknown topic"),
+        ("paused", "maybe", "on or off"),
+        ("colour", "blue", "Unknown setting"),
+    ]:
+        with pytest.raises(InvalidInput, match=message):
+            engine.config(COMMUNITY, key, value)
+    assert dict(engine.config(COMMUNITY).settings)["daily_time"] == "07:05"
+
+
+def test_concurrent_answers_are_all_stored_once(engine: StudyEngine, test_bank: Bank) -> None:
+    card = open_round(engine)
+    users = [user(f"user{i}") for i in range(40)]
+    jobs = [(u, pick) for u in users for pick in (right(test_bank, card), 0)]  # each user clicks twice
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda job: engine.answer(job[0], card.round_id, job[1]), jobs))
+    assert sum(isinstance(r, AnswerFeedback) for r in results) == 40
+    assert sum(isinstance(r, AlreadyAnswered) for r in results) == 40
+    reveal = engine.close_round(card.round_id)
+    assert isinstance(reveal, RevealCard) and reveal.answered == 40
+
+
+def test_two_processes_open_the_daily_round_once(database: object, test_bank: Bank, clock: FakeClock, db_url: str) -> None:
+    from bot.store.database import Database
+
+    engines = [StudyEngine(Database(db_url), test_bank, clock=clock) for _ in range(4)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        cards = list(pool.map(lambda e: e.open_daily(CH), engines))
+    opened = [c for c in cards if isinstance(c, QuestionCard)]
+    assert len(opened) == 1
+    assert all(isinstance(c, AlreadyOpen) and c.round_id == opened[0].round_id for c in cards if c not in opened)
