@@ -103,7 +103,8 @@ class _Collector:
     def add(self, node: yaml.Node | None, message: str, line: int | None = None) -> None:
         if line is None:
             line = node.start_mark.line + 1 if node is not None else 1
-        self.problems.append(f"{self.path}:{line}: {message}")
+        # One line per problem, whatever odd characters a key or value brought along.
+        self.problems.append(f"{self.path}:{line}: {' '.join(message.split())}")
 
 
 def _construct(node: yaml.Node) -> object:

@@ -109,6 +109,10 @@ def test_frozen_input_reentrant_gives_none_grads() -> None:
     block.zero_grad(set_to_none=True)
     head(checkpoint(block, frozen, use_reentrant=False)).sum().backward()
     assert block.weight.grad is not None
+    # making the input require grad also fixes the reentrant variant
+    block.zero_grad(set_to_none=True)
+    head(checkpoint(block, frozen.clone().requires_grad_(), use_reentrant=True)).sum().backward()
+    assert block.weight.grad is not None
 
 
 def test_reentrant_ignores_tensors_inside_a_list() -> None:
