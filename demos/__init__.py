@@ -11,4 +11,4 @@ Nothing in this package imports the bot.
 
 from __future__ import annotations
 
-__all__ = ["checkpoint", "chart", "estimate", "memory", "models"]
+__all__ = ["chart", "checkpoint", "estimate", "memory", "models"]

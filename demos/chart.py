@@ -84,6 +84,9 @@ def _sweep_figure(plt: object, report: DemoReport) -> object:
                     xytext=(-10, 8), ha="right", fontsize=11)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     ax.set_xticks(report.sweep, [str(n) for n in report.sweep])
     ax.set_xlabel("layers N")
     ax.set_ylabel("peak memory of one step, MiB")

@@ -158,9 +158,8 @@ def measure_training_step(
         )
         meter = LiveTensorMeter()
         check = profiler_allocations() if not fake else nullcontext()
-        with check as trace:
-            with meter:
-                saved = _training_step(model, ids, opt, checkpointing, meter)
+        with check as trace, meter:
+            saved = _training_step(model, ids, opt, checkpointing, meter)
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         comp = meter.composition_at_peak(grads)
         params = parameter_bytes(model)

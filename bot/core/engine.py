@@ -41,7 +41,8 @@ from bot.core.values import (
     UserRef,
     letter,
 )
-from bot.store.database import Database, insert_ignoring, upsert
+from bot.store import statements
+from bot.store.database import Database, insert_ignoring
 from bot.store.tables import Answer, Community, LeaderboardPost, Member, Review, Round
 
 log = logging.getLogger(__name__)
@@ -174,11 +175,13 @@ class StudyEngine:
         return _config_of(row) if row else None
 
     def _member(self, conn: Connection, community_id: int, user: UserRef) -> int:
-        name = clean_name(user.display_name)
-        stmt = upsert(conn, Member, ["community_id", "user_id"], {"display_name": name}).values(
-            community_id=community_id, user_id=user.user_id, display_name=name, created_at=self.now()
+        return int(
+            conn.execute(
+                statements.member_upsert(conn.dialect.name),
+                {"community_id": community_id, "user_id": user.user_id,
+                 "display_name": clean_name(user.display_name), "created_at": self.now()},
+            ).scalar_one()
         )
-        return int(conn.execute(stmt.returning(Member.id)).scalar_one())
 
     def _find_member(self, conn: Connection, community_id: int, user: UserRef) -> int | None:
         return conn.execute(
@@ -276,57 +279,59 @@ class StudyEngine:
     def answer(self, user: UserRef, round_id: int, choice: int) -> AnswerFeedback | AlreadyAnswered | RoundClosed:
         """Score a user's first answer to a round; later answers change nothing."""
         now = self.now()
-        with self.db.write() as conn:
-            community = self._community(conn, user)
-            row = conn.execute(
-                select(Round).where(Round.id == round_id, Round.community_id == community.id)
+        # Read first, without the write lock: repeats (double clicks, retries) and answers to
+        # closed or foreign rounds end here, so only a first answer ever queues to write.
+        with self.db.read() as conn:
+            found = conn.execute(
+                statements.answer_lookup(),
+                {"round_id": round_id, "user_id": user.user_id, "platform": user.platform,
+                 "community": user.community_id},
             ).first()
-            if row is None:
-                raise NotFound(f"There is no question #{round_id} in this community.")
-            member_id = self._member(conn, community.id, user)
-            if row.kind != "daily" and row.member_id != member_id:
-                raise NotFound(f"Question #{round_id} was someone else's practice question.")
-            question = self._question(row.question_id)
-            if not 0 <= choice < len(question.choices):
-                raise InvalidInput(
-                    f"Choose one of {', '.join(letter(i) for i in range(len(question.choices)))}."
-                )
-            previous = conn.execute(
-                select(Answer.choice).where(Answer.round_id == round_id, Answer.member_id == member_id)
-            ).scalar()
-            if previous is not None:
-                return AlreadyAnswered(round_id=round_id, chosen=letter(previous))
-            answer_index = question.answer_index
-            closed = row.closed_at is not None or (row.closes_at is not None and row.closes_at <= now)
-            if closed:
-                return RoundClosed(round_id=round_id, answer=letter(answer_index))
+        if found is None:
+            raise NotFound(f"There is no question #{round_id} in this community.")
+        row, timezone_name, known_member, previous = found, found.timezone, found.known_member, found.previous
+        if row.kind != "daily" and row.member_id != known_member:
+            raise NotFound(f"Question #{round_id} was someone else's practice question.")
+        if previous is not None:
+            return AlreadyAnswered(round_id=round_id, chosen=letter(previous))
+        question = self._question(row.question_id)
+        if not 0 <= choice < len(question.choices):
+            raise InvalidInput(f"Choose one of {', '.join(letter(i) for i in range(len(question.choices)))}.")
+        answer_index = question.answer_index
+        if row.closed_at is not None or (row.closes_at is not None and row.closes_at <= now):
+            return RoundClosed(round_id=round_id, answer=letter(answer_index))
+        with self.db.write() as conn:
+            member_id = self._member(conn, row.community_id, user)
             correct = choice == answer_index
             bonus = 0
             points = 0
             if row.kind == "daily" and correct:
-                bonus = self._earlier_run(conn, community.id, member_id, round_id)
+                bonus = self._earlier_run(conn, row.community_id, member_id, round_id)
                 points = scoring.daily_points(True, bonus)
                 bonus = points - scoring.BASE_POINTS
             inserted = conn.execute(
-                insert_ignoring(conn, Answer, ["round_id", "member_id"])
-                .values(
-                    round_id=round_id,
-                    member_id=member_id,
-                    community_id=community.id,
-                    kind=row.kind,
-                    choice=choice,
-                    correct=correct,
-                    points=points,
-                    answered_at=now,
-                    week=scoring.iso_week(now, community.timezone),
-                )
-                .returning(Answer.id)
+                statements.answer_insert(conn.dialect.name),
+                {
+                    "round_id": round_id,
+                    "member_id": member_id,
+                    "community_id": row.community_id,
+                    "kind": row.kind,
+                    "choice": choice,
+                    "correct": correct,
+                    "points": points,
+                    "answered_at": now,
+                    "week": scoring.iso_week(now, timezone_name),
+                },
             ).scalar()
             if inserted is None:  # a concurrent duplicate (double click, Slack retry)
                 chosen = conn.execute(
                     select(Answer.choice).where(Answer.round_id == round_id, Answer.member_id == member_id)
                 ).scalar_one()
                 return AlreadyAnswered(round_id=round_id, chosen=letter(chosen))
+            if points:
+                conn.execute(
+                    update(Member).where(Member.id == member_id).values(points_total=Member.points_total + points)
+                )
             self._schedule_review(conn, row, member_id, question.id, correct, now)
         picked = question.choices[choice]
         return AnswerFeedback(
@@ -360,17 +365,19 @@ class StudyEngine:
     ) -> None:
         if row.kind != "daily":  # a private round ends with its answer
             conn.execute(update(Round).where(Round.id == row.id).values(closed_at=now))
-        existing = conn.execute(
-            select(Review.state).where(Review.member_id == member_id, Review.question_id == question_id)
-        ).scalar()
-        if existing is not None and row.kind == "review":
-            state, due = spaced.after_review(existing, correct, now)
-            conn.execute(
-                update(Review)
-                .where(Review.member_id == member_id, Review.question_id == question_id)
-                .values(state=state, due=due)
-            )
-        elif existing is None and not correct:
+        if row.kind == "review":
+            state = conn.execute(
+                select(Review.state).where(Review.member_id == member_id, Review.question_id == question_id)
+            ).scalar()
+            if state is not None:
+                state, due = spaced.after_review(state, correct, now)
+                conn.execute(
+                    update(Review)
+                    .where(Review.member_id == member_id, Review.question_id == question_id)
+                    .values(state=state, due=due)
+                )
+                return
+        if not correct:  # a first miss starts a review card; an existing card keeps its schedule
             state, due = spaced.first_miss(member_id * 100_000 + (row.id % 100_000), now)
             conn.execute(
                 insert_ignoring(conn, Review, ["member_id", "question_id"]).values(
@@ -461,21 +468,41 @@ class StudyEngine:
             return Notice("There is no open daily round in this channel to close.")
         return self.close_round(round_id)
 
-    def close_due(self) -> list[RevealCard]:
-        """Close every daily round whose answer window has ended; each reveal once."""
+    def close_due(self, community: CommunityRef | None = None) -> list[RevealCard]:
+        """Close every daily round whose answer window has ended (in one community, or in
+        all); each reveal once."""
         now = self.now()
         with self.db.read() as conn:
-            due = conn.execute(
-                select(Round.id).where(
-                    Round.kind == "daily", Round.closed_at.is_(None), Round.closes_at <= now
-                ).order_by(Round.id)
-            ).scalars().all()
+            query = select(Round.id).where(
+                Round.kind == "daily", Round.closed_at.is_(None), Round.closes_at <= now
+            )
+            if community is not None:
+                config = self._find_community(conn, community)
+                if config is None:
+                    return []
+                query = query.where(Round.community_id == config.id)
+            due = conn.execute(query.order_by(Round.id)).scalars().all()
         cards = []
         for round_id in due:
             card = self.close_round(round_id)
             if isinstance(card, RevealCard):
                 cards.append(card)
         return cards
+
+    def next_close(self, community: CommunityRef) -> datetime | None:
+        """When the community's earliest open daily round closes (for the scheduler), if any."""
+        with self.db.read() as conn:
+            config = self._find_community(conn, community)
+            if config is None:
+                return None
+            moment = conn.execute(
+                select(func.min(Round.closes_at)).where(
+                    Round.community_id == config.id, Round.kind == "daily", Round.closed_at.is_(None)
+                )
+            ).scalar()
+        if moment is None:
+            return None
+        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
     def _reveal(self, conn: Connection, round_id: int) -> RevealCard:
         row = conn.execute(select(Round).where(Round.id == round_id)).one()
@@ -603,9 +630,7 @@ class StudyEngine:
                     .group_by(Answer.kind, Answer.correct)
                 ).all()
             }
-            total = conn.execute(
-                select(func.coalesce(func.sum(Answer.points), 0)).where(Answer.member_id == member_id)
-            ).scalar_one()
+            total = conn.execute(select(Member.points_total).where(Member.id == member_id)).scalar_one()
             board = self._board(conn, community.id, week)
             streak, best = self._streaks(conn, community.id, member_id, now)
             due = conn.execute(
@@ -648,15 +673,20 @@ class StudyEngine:
         return scoring.leading_run(outcomes), scoring.best_run(reversed(outcomes))
 
     def _board(self, conn: Connection, community_id: int, week: str | None) -> list[tuple[int, LeaderboardRow]]:
-        query = (
-            select(Member.display_name, func.sum(Answer.points).label("points"), Answer.member_id)
-            .join(Member, Member.id == Answer.member_id)
-            .where(Answer.community_id == community_id)
-            .group_by(Answer.member_id, Member.display_name)
-            .having(func.sum(Answer.points) > 0)
-        )
-        if week is not None:
-            query = query.where(Answer.week == week)
+        """Members with points, ranked: in one ISO week (one GROUP BY over that week's answers,
+        on a covering index), or all time (the running totals kept on each member)."""
+        if week is None:
+            query = select(Member.display_name, Member.points_total, Member.id).where(
+                Member.community_id == community_id, Member.points_total > 0
+            )
+        else:
+            query = (
+                select(Member.display_name, func.sum(Answer.points).label("points"), Answer.member_id)
+                .join(Member, Member.id == Answer.member_id)
+                .where(Answer.community_id == community_id, Answer.week == week)
+                .group_by(Answer.member_id, Member.display_name)
+                .having(func.sum(Answer.points) > 0)
+            )
         return scoring.rank_rows([(name, int(points), mid) for name, points, mid in conn.execute(query).all()])
 
     def leaderboard(self, community: CommunityRef, week: str | None = None, all_time: bool = False) -> LeaderboardCard:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,6 +63,10 @@ class Database:
     def __init__(self, url: str) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        # SQLite has one writer at a time. Writers of this process queue on a mutex instead of
+        # in SQLite's busy handler, whose sleeps (up to 100 ms each) would set the tail latency;
+        # other processes still wait through busy_timeout.
+        self._write_gate: threading.Lock | None = threading.Lock() if self.is_sqlite else None
         if self.is_sqlite:
             self.reader = _sqlite_engine(url, immediate=False)
             self.writer = _sqlite_engine(url, immediate=True)
@@ -71,7 +76,10 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """One unit of work: committed on success, rolled back on any error."""
+        gate = self._write_gate
         try:
+            if gate is not None:
+                gate.acquire()
             with self.writer.begin() as conn:
                 yield conn
         except OperationalError as exc:
@@ -81,6 +89,9 @@ class Database:
             if exc.connection_invalidated:
                 raise StoreUnavailable(UNAVAILABLE) from exc
             raise
+        finally:
+            if gate is not None:
+                gate.release()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -103,13 +114,6 @@ def insert_ignoring(conn: Connection, table: Any, conflict: list[str]) -> Any:
     if conn.dialect.name not in ("sqlite", "postgresql"):
         return insert(table)
     return dialect.insert(table).on_conflict_do_nothing(index_elements=conflict)
-
-
-def upsert(conn: Connection, table: Any, conflict: list[str], update: dict[str, Any]) -> Any:
-    """INSERT ... ON CONFLICT (conflict) DO UPDATE SET update."""
-    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
-    stmt = dialect.insert(table)
-    return stmt.on_conflict_do_update(index_elements=conflict, set_=update)
 
 
 def migrations_dir() -> Path:

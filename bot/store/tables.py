@@ -27,13 +27,19 @@ class Community(SQLModel, table=True):
 
 class Member(SQLModel, table=True):
     __tablename__ = "members"
-    __table_args__ = (UniqueConstraint("community_id", "user_id", name="uq_member_community_user"),)
+    __table_args__ = (
+        UniqueConstraint("community_id", "user_id", name="uq_member_community_user"),
+        Index("ix_members_board", "community_id", "points_total"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
     user_id: str = Field(max_length=64)
     display_name: str = Field(max_length=80)
     created_at: datetime
+    # The sum of this member's answer points, kept in the same transaction as each answer so
+    # the all-time board reads 1 row per member instead of every answer.
+    points_total: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class Round(SQLModel, table=True):
