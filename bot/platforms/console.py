@@ -184,10 +184,22 @@ def demo_text(result: DemoResult) -> str:
                 f"{row['saved_bytes'] / 2**20:>9.2f} {row['step_ms']:>8.1f}  "
                 f"{'identical' if row['grads_identical'] else 'DIFFER'}"
             )
-        if data.get("theory"):
-            lines.append(f"  theory: {data['theory'] if isinstance(data['theory'], str) else json.dumps(data['theory'])}")
+        theory = data.get("theory")
+        if theory:
+            lines.append(f"  {theory.get('text', '') if isinstance(theory, dict) else theory}")
         if result.chart:
             lines.append(f"  chart: {result.chart}")
+        return "\n".join(lines)
+    if result.module == "demos.estimate" and "without" in data:
+        parts = ("parameters", "gradients", "optimizer_state", "activations", "temporaries", "total")
+        lines = [f"Estimated peak of one training step: {data.get('preset')} batch {data.get('batch')} x "
+                 f"{data.get('seq')} tokens, {data.get('dtype')} (fake tensors, nothing allocated):",
+                 f"  {'':<16}{'without GiB':>12}{'with GiB':>10}"]
+        for part in parts:
+            without = data["without"].get(f"{part}_bytes", 0) / 2**30
+            with_ckpt = data["with_checkpointing"].get(f"{part}_bytes", 0) / 2**30
+            lines.append(f"  {part.replace('_', ' '):<16}{without:>12.2f}{with_ckpt:>10.2f}")
+        lines.append(f"  {data.get('verdict', '')}")
         return "\n".join(lines)
     return json.dumps(data, indent=2, default=str)
 
@@ -209,6 +221,7 @@ class Console:
         self.user = self._user(user)
         self.demo_runner = demo_runner
         self.on_progress = on_progress
+        self.on_config: Callable[[], None] | None = None  # the scheduler's rebuild, when one runs
         self.done = False
 
     def _user(self, name: str) -> UserRef:
@@ -274,7 +287,10 @@ class Console:
                     words = rest.split()
                 if not words:
                     return render(self.engine.config(community))
-                return render(self.engine.config(community, words[0], " ".join(words[1:])))
+                changed = render(self.engine.config(community, words[0], " ".join(words[1:])))
+                if self.on_config is not None:
+                    self.on_config()  # jobs follow the new settings at once
+                return changed
             case "/forget-me":
                 return render(self.engine.forget_me(self.user, confirm=rest.lower() == "confirm"))
             case "/demo":
@@ -296,8 +312,15 @@ class Console:
         return render(self.demo_runner.run(request))
 
 
-def run_console(console: Console, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout, jsonl: bool = False) -> int:
-    """Read lines until EOF or /quit; print every message (rich on a terminal)."""
+def run_console(
+    console: Console,
+    stdin: TextIO = sys.stdin,
+    stdout: TextIO = sys.stdout,
+    jsonl: bool = False,
+    background: Callable[[Callable[[Message], None]], Callable[[], None]] | None = None,
+) -> int:
+    """Read lines until EOF or /quit; print every message (rich on a terminal).
+    `background(emit)` starts work that posts on its own (the scheduler) and returns its stop."""
     interactive = stdin.isatty() and stdout.isatty() and not jsonl
     rich_console = None
     if interactive:
@@ -319,6 +342,7 @@ def run_console(console: Console, stdin: TextIO = sys.stdin, stdout: TextIO = sy
         stdout.flush()
 
     console.on_progress = emit
+    stop = background(emit) if background is not None else None
     while not console.done:
         if rich_console is not None:
             try:
@@ -332,4 +356,6 @@ def run_console(console: Console, stdin: TextIO = sys.stdin, stdout: TextIO = sy
             line = line.rstrip("\n")
         for message in console.handle(line):
             emit(message)
+    if stop is not None:
+        stop()
     return 0
