@@ -13,6 +13,8 @@ COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY demos ./demos
 COPY questions ./questions
+# The bank names its executable facts; the loader checks that they exist.
+COPY tests/facts ./tests/facts
 RUN pip install '.[postgres]' \
     && useradd --create-home --uid 10001 studybot \
     && mkdir -p /data && chown studybot:studybot /data
