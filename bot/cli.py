@@ -18,7 +18,7 @@ from bot.config import ROOT, Settings
 from bot.core.bank import TOPICS, Bank, collect, load_bank
 from bot.core.engine import StudyEngine
 from bot.core.errors import BankError, StudyBotError
-from bot.core.values import CommunityRef
+from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, QuestionCard, RevealCard
 from bot.store.database import Database, safe_url, upgrade
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,8 @@ demo_app = typer.Typer(help="The PyTorch demos (run in a worker process).", no_a
 app.add_typer(questions_app, name="questions")
 app.add_typer(db_app, name="db")
 app.add_typer(demo_app, name="demo")
+schedule_app = typer.Typer(help="The scheduled jobs: daily round, reveal, weekly leaderboard.", no_args_is_help=True)
+app.add_typer(schedule_app, name="schedule")
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -80,6 +82,8 @@ def console(
     user: Annotated[str, typer.Option(help="Who you are in the chat.")] = "you",
     community: Annotated[str, typer.Option(help="The community (like a Discord server).")] = "local",
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Print every bot message as one JSON object per line.")] = False,
+    schedule: Annotated[bool, typer.Option(help="Run the scheduler: the daily round, reveal and leaderboard "
+                                                "post on their own.")] = True,
 ) -> None:
     """Chat with the bot in this terminal: no Discord or Slack account needed."""
     from bot.jobs import DemoRunner
@@ -91,7 +95,13 @@ def console(
     if isinstance(sys.stdin, __import__("io").TextIOWrapper):
         sys.stdin.reconfigure(errors="replace")
     runner = DemoRunner(settings.demo_out_dir, settings.demo_timeout_s)
-    raise typer.Exit(run_console(Console(engine, community, user, runner), jsonl=jsonl))
+    chat = Console(engine, community, user, runner)
+    background = None
+    if schedule:
+        from bot.schedule import console_background
+
+        background = console_background(chat)
+    raise typer.Exit(run_console(chat, jsonl=jsonl, background=background))
 
 
 @app.command()
@@ -215,6 +225,58 @@ def export(
     writer = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
+
+
+@schedule_app.command("show")
+def schedule_show(
+    platform: Annotated[str | None, typer.Option(help="Only this platform (console, discord, slack).")] = None,
+    community: Annotated[str | None, typer.Option(help="Only this community id.")] = None,
+) -> None:
+    """List each community's schedule settings and next runs (local time and UTC)."""
+    from bot.schedule import StudyScheduler, describe
+
+    engine = _engine_or_exit(Settings())
+    scheduler = StudyScheduler(engine, lambda _channel, _card: None, platform=platform, community=community)
+    runs = scheduler.all_next_runs()
+    for item in runs:
+        for line in describe(item, engine.now()):
+            typer.echo(line)
+    if not runs:
+        typer.echo("No communities yet: one appears with its first command (for example /daily or /config).")
+
+
+@schedule_app.command("run")
+def schedule_run(
+    job: Annotated[str, typer.Argument(help="daily, reveal or leaderboard.")],
+    community: Annotated[str, typer.Option(help="The community id.")],
+    platform: Annotated[str, typer.Option(help="console, discord or slack.")] = "console",
+) -> None:
+    """Run one job now, by hand; idempotent like the scheduled run (a second run posts nothing)."""
+    from bot.platforms.console import render
+    from bot.schedule import JOB_KINDS, Posted, StudyScheduler
+
+    if job not in JOB_KINDS:
+        raise fail(f"Unknown job '{job[:30]}'; jobs: {', '.join(JOB_KINDS)}.", 2)
+    if platform != "console":
+        raise fail(f"The {platform} adapter is not part of this release, so nothing can be posted there; "
+                   "use --platform console.", 2)
+    settings = Settings()
+    setup_logging(settings, quiet=True)
+    engine = _engine_or_exit(settings)
+
+    def show(channel: ChannelRef, card: Posted) -> None:
+        for message in render(card):
+            typer.echo(f"[#{channel.channel_id}] {message.text}" if message.to == "channel" else message.text)
+
+    scheduler = StudyScheduler(engine, show, platform=platform, community=community)
+    try:
+        results = scheduler.run_job(job, CommunityRef(platform, community))
+    except StudyBotError as exc:
+        raise fail(exc.message) from None
+    for card in results:
+        if not isinstance(card, (QuestionCard, RevealCard, LeaderboardCard)):  # not posted: say why
+            for message in render(card):
+                typer.echo(message.text)
 
 
 @db_app.command("upgrade")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from bot.core import scoring
@@ -34,7 +34,7 @@ def parse_daily_time(text: str) -> time:
 def _exists(wall: datetime, zone: ZoneInfo) -> bool:
     """Whether a naive local wall time occurs in `zone` (it does not inside a spring-forward gap)."""
     aware = wall.replace(tzinfo=zone)
-    return aware.astimezone(timezone.utc).astimezone(zone).replace(tzinfo=None) == wall
+    return aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == wall
 
 
 def daily_moment(day: date, daily_time: str, tz: str) -> datetime:
@@ -45,17 +45,18 @@ def daily_moment(day: date, daily_time: str, tz: str) -> datetime:
         candidate = wall + timedelta(minutes=minutes)
         if _exists(candidate, zone):
             # fold=0: of a wall time that occurs twice, the first occurrence.
-            return candidate.replace(tzinfo=zone, fold=0).astimezone(timezone.utc)
+            return candidate.replace(tzinfo=zone, fold=0).astimezone(UTC)
     raise ValueError(f"no valid local time near {wall.isoformat()} in {tz}")  # pragma: no cover
 
 
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+def as_utc(moment: datetime) -> datetime:
+    """An aware UTC datetime (a naive one is taken to be UTC already)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def next_daily(after: datetime, daily_time: str, tz: str) -> datetime:
     """The first daily moment strictly after `after`."""
-    after = _utc(after)
+    after = as_utc(after)
     today = scoring.local_date(after, tz)
     for offset in range(-1, 4):
         moment = daily_moment(today + timedelta(days=offset), daily_time, tz)
@@ -66,10 +67,10 @@ def next_daily(after: datetime, daily_time: str, tz: str) -> datetime:
 
 def next_weekly(after: datetime, daily_time: str, tz: str) -> datetime:
     """The first Monday daily moment strictly after `after` (when last week's board is posted)."""
-    after = _utc(after)
+    after = as_utc(after)
     today = scoring.local_date(after, tz)
     monday = today - timedelta(days=today.weekday())
-    for weeks in range(0, 3):
+    for weeks in range(3):
         moment = daily_moment(monday + timedelta(weeks=weeks), daily_time, tz)
         if moment > after:
             return moment
@@ -97,7 +98,7 @@ class WeeklyDue:
 def daily_due(now: datetime, daily_time: str, tz: str) -> DailyDue | None:
     """Today's (local) round if its moment has come; None before it. Earlier days never
     come back: after a downtime only today's round can be due, posted late."""
-    now = _utc(now)
+    now = as_utc(now)
     today = scoring.local_date(now, tz)
     moment = daily_moment(today, daily_time, tz)
     if moment > now:
@@ -108,7 +109,7 @@ def daily_due(now: datetime, daily_time: str, tz: str) -> DailyDue | None:
 def weekly_due(now: datetime, daily_time: str, tz: str) -> WeeklyDue | None:
     """Last ISO week's leaderboard if it is Monday (local) at or after the daily time; on any
     other day a missed Monday is skipped, never posted days later."""
-    now = _utc(now)
+    now = as_utc(now)
     today = scoring.local_date(now, tz)
     if today.weekday() != MONDAY:
         return None
