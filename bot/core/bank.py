@@ -173,7 +173,7 @@ def _question(node: yaml.Node, topic: str, root: Path | None, out: _Collector) -
         if isinstance(value, bool) or value not in (1, 2, 3):
             out.add(dnode, "difficulty must be 1, 2 or 3")
         else:
-            difficulty = int(value)  # type: ignore[call-overload]
+            difficulty = int(value)
     prompt = ""
     if "prompt" in entries:
         raw = _text(entries["prompt"][1], "prompt", out)

@@ -8,10 +8,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import Connection, and_, delete, func, select, update
+from sqlmodel import col
 
 from bot.core import review as spaced
 from bot.core import scoring
@@ -145,7 +146,7 @@ class StudyEngine:
     def _community(self, conn: Connection, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig:
         row = conn.execute(
             select(Community).where(
-                Community.platform == ref.platform, Community.external_id == ref.community_id
+                col(Community.platform) == ref.platform, col(Community.external_id) == ref.community_id
             )
         ).first()
         if row is None:
@@ -161,7 +162,7 @@ class StudyEngine:
             )
             row = conn.execute(
                 select(Community).where(
-                    Community.platform == ref.platform, Community.external_id == ref.community_id
+                    col(Community.platform) == ref.platform, col(Community.external_id) == ref.community_id
                 )
             ).one()
         return _config_of(row)
@@ -169,7 +170,7 @@ class StudyEngine:
     def _find_community(self, conn: Connection, ref: CommunityRef) -> CommunityConfig | None:
         row = conn.execute(
             select(Community).where(
-                Community.platform == ref.platform, Community.external_id == ref.community_id
+                col(Community.platform) == ref.platform, col(Community.external_id) == ref.community_id
             )
         ).first()
         return _config_of(row) if row else None
@@ -185,7 +186,7 @@ class StudyEngine:
 
     def _find_member(self, conn: Connection, community_id: int, user: UserRef) -> int | None:
         return conn.execute(
-            select(Member.id).where(Member.community_id == community_id, Member.user_id == user.user_id)
+            select(col(Member.id)).where(col(Member.community_id) == community_id, col(Member.user_id) == user.user_id)
         ).scalar()
 
     def _question(self, question_id: str) -> Question:
@@ -217,7 +218,7 @@ class StudyEngine:
             community = self._community(conn, channel)
             day = scoring.local_date(now, community.timezone).isoformat()
             key = f"{channel.channel_id}|{day}"
-            existing = conn.execute(select(Round.id).where(Round.daily_key == key)).scalar()
+            existing = conn.execute(select(col(Round.id)).where(col(Round.daily_key) == key)).scalar()
             if existing is not None:
                 return AlreadyOpen(round_id=existing, local_date=day)
             question, unasked_left = self._next_daily_question(conn, community)
@@ -234,12 +235,12 @@ class StudyEngine:
                     closes_at=now + timedelta(hours=community.window_hours),
                     late=late,
                 )
-                .returning(Round.id)
+                .returning(col(Round.id))
             ).scalar()
             if result is None:  # another process opened it between our read and write
-                existing = conn.execute(select(Round.id).where(Round.daily_key == key)).scalar_one()
-                return AlreadyOpen(round_id=existing, local_date=day)
-            row = conn.execute(select(Round).where(Round.id == result)).one()
+                existing = conn.execute(select(col(Round.id)).where(col(Round.daily_key) == key)).scalar_one()
+                return AlreadyOpen(round_id=cast(int, existing), local_date=day)
+            row = conn.execute(select(Round).where(col(Round.id) == result)).one()
         note = None
         if unasked_left < LOW_BANK:
             note = (
@@ -255,9 +256,9 @@ class StudyEngine:
             pool = list(self.bank.questions)
         last_asked = dict(
             conn.execute(
-                select(Round.question_id, func.max(Round.opened_at))
-                .where(Round.community_id == community.id, Round.kind == "daily")
-                .group_by(Round.question_id)
+                select(col(Round.question_id), func.max(col(Round.opened_at)))
+                .where(col(Round.community_id) == community.id, col(Round.kind) == "daily")
+                .group_by(col(Round.question_id))
             ).all()
         )
 
@@ -272,7 +273,7 @@ class StudyEngine:
     def set_message_ref(self, round_id: int, message_ref: str) -> None:
         """Remember where the platform posted a round (used to edit or reply to it)."""
         with self.db.write() as conn:
-            conn.execute(update(Round).where(Round.id == round_id).values(message_ref=message_ref[:128]))
+            conn.execute(update(Round).where(col(Round.id) == round_id).values(message_ref=message_ref[:128]))
 
     # ------------------------------------------------------------------ answers
 
@@ -325,12 +326,12 @@ class StudyEngine:
             ).scalar()
             if inserted is None:  # a concurrent duplicate (double click, Slack retry)
                 chosen = conn.execute(
-                    select(Answer.choice).where(Answer.round_id == round_id, Answer.member_id == member_id)
+                    select(col(Answer.choice)).where(col(Answer.round_id) == round_id, col(Answer.member_id) == member_id)
                 ).scalar_one()
                 return AlreadyAnswered(round_id=round_id, chosen=letter(chosen))
             if points:
                 conn.execute(
-                    update(Member).where(Member.id == member_id).values(points_total=Member.points_total + points)
+                    update(Member).where(col(Member.id) == member_id).values(points_total=col(Member.points_total) + points)
                 )
             self._schedule_review(conn, row, member_id, question.id, correct, now)
         picked = question.choices[choice]
@@ -351,11 +352,11 @@ class StudyEngine:
     def _earlier_run(self, conn: Connection, community_id: int, member_id: int, round_id: int) -> int:
         """Consecutive earlier daily rounds of the community this member answered correctly."""
         outcomes = conn.execute(
-            select(Answer.correct)
+            select(col(Answer.correct))
             .select_from(Round)
-            .outerjoin(Answer, and_(Answer.round_id == Round.id, Answer.member_id == member_id))
-            .where(Round.community_id == community_id, Round.kind == "daily", Round.id < round_id)
-            .order_by(Round.id.desc())
+            .outerjoin(Answer, and_(col(Answer.round_id) == col(Round.id), col(Answer.member_id) == member_id))
+            .where(col(Round.community_id) == community_id, col(Round.kind) == "daily", col(Round.id) < round_id)
+            .order_by(col(Round.id).desc())
             .limit(scoring.MAX_STREAK_BONUS)
         ).scalars()
         return scoring.leading_run(outcomes)
@@ -364,16 +365,16 @@ class StudyEngine:
         self, conn: Connection, row: Any, member_id: int, question_id: str, correct: bool, now: datetime
     ) -> None:
         if row.kind != "daily":  # a private round ends with its answer
-            conn.execute(update(Round).where(Round.id == row.id).values(closed_at=now))
+            conn.execute(update(Round).where(col(Round.id) == row.id).values(closed_at=now))
         if row.kind == "review":
             state = conn.execute(
-                select(Review.state).where(Review.member_id == member_id, Review.question_id == question_id)
+                select(col(Review.state)).where(col(Review.member_id) == member_id, col(Review.question_id) == question_id)
             ).scalar()
             if state is not None:
                 state, due = spaced.after_review(state, correct, now)
                 conn.execute(
                     update(Review)
-                    .where(Review.member_id == member_id, Review.question_id == question_id)
+                    .where(col(Review.member_id) == member_id, col(Review.question_id) == question_id)
                     .values(state=state, due=due)
                 )
                 return
@@ -399,22 +400,22 @@ class StudyEngine:
                 member_id = self._find_member(conn, community.id, user)
                 if member_id is not None:
                     pending = conn.execute(
-                        select(Round.id, Round.question_id)
-                        .where(Round.member_id == member_id, Round.closed_at.is_(None), Round.kind != "daily")
-                        .order_by(Round.id.desc())
+                        select(col(Round.id), col(Round.question_id))
+                        .where(col(Round.member_id) == member_id, col(Round.closed_at).is_(None), col(Round.kind) != "daily")
+                        .order_by(col(Round.id).desc())
                         .limit(1)
                     ).first()
                 if pending is None:
                     pending = conn.execute(
-                        select(Round.id, Round.question_id)
+                        select(col(Round.id), col(Round.question_id))
                         .where(
-                            Round.community_id == community.id,
-                            Round.channel_id == channel.channel_id,
-                            Round.kind == "daily",
-                            Round.closed_at.is_(None),
-                            Round.closes_at > now,
+                            col(Round.community_id) == community.id,
+                            col(Round.channel_id) == channel.channel_id,
+                            col(Round.kind) == "daily",
+                            col(Round.closed_at).is_(None),
+                            col(Round.closes_at) > now,
                         )
-                        .order_by(Round.id.desc())
+                        .order_by(col(Round.id).desc())
                         .limit(1)
                     ).first()
         if pending is None:
@@ -437,11 +438,11 @@ class StudyEngine:
         with self.db.write() as conn:
             closed = conn.execute(
                 update(Round)
-                .where(Round.id == round_id, Round.kind == "daily", Round.closed_at.is_(None))
+                .where(col(Round.id) == round_id, col(Round.kind) == "daily", col(Round.closed_at).is_(None))
                 .values(closed_at=now)
             ).rowcount
             if not closed:
-                exists = conn.execute(select(Round.id).where(Round.id == round_id, Round.kind == "daily")).scalar()
+                exists = conn.execute(select(col(Round.id)).where(col(Round.id) == round_id, col(Round.kind) == "daily")).scalar()
                 if exists is None:
                     raise NotFound(f"There is no daily round #{round_id}.")
                 return Notice(f"Round #{round_id} was already closed and revealed.")
@@ -454,14 +455,14 @@ class StudyEngine:
             round_id = None
             if community is not None:
                 round_id = conn.execute(
-                    select(Round.id)
+                    select(col(Round.id))
                     .where(
-                        Round.community_id == community.id,
-                        Round.channel_id == channel.channel_id,
-                        Round.kind == "daily",
-                        Round.closed_at.is_(None),
+                        col(Round.community_id) == community.id,
+                        col(Round.channel_id) == channel.channel_id,
+                        col(Round.kind) == "daily",
+                        col(Round.closed_at).is_(None),
                     )
-                    .order_by(Round.id.desc())
+                    .order_by(col(Round.id).desc())
                     .limit(1)
                 ).scalar()
         if round_id is None:
@@ -473,18 +474,18 @@ class StudyEngine:
         all); each reveal once."""
         now = self.now()
         with self.db.read() as conn:
-            query = select(Round.id).where(
-                Round.kind == "daily", Round.closed_at.is_(None), Round.closes_at <= now
+            query = select(col(Round.id)).where(
+                col(Round.kind) == "daily", col(Round.closed_at).is_(None), col(Round.closes_at) <= now
             )
             if community is not None:
                 config = self._find_community(conn, community)
                 if config is None:
                     return []
-                query = query.where(Round.community_id == config.id)
-            due = conn.execute(query.order_by(Round.id)).scalars().all()
+                query = query.where(col(Round.community_id) == config.id)
+            due = conn.execute(query.order_by(col(Round.id))).scalars().all()
         cards = []
         for round_id in due:
-            card = self.close_round(round_id)
+            card = self.close_round(cast(int, round_id))
             if isinstance(card, RevealCard):
                 cards.append(card)
         return cards
@@ -496,8 +497,8 @@ class StudyEngine:
             if config is None:
                 return None
             moment = conn.execute(
-                select(func.min(Round.closes_at)).where(
-                    Round.community_id == config.id, Round.kind == "daily", Round.closed_at.is_(None)
+                select(func.min(col(Round.closes_at))).where(
+                    col(Round.community_id) == config.id, col(Round.kind) == "daily", col(Round.closed_at).is_(None)
                 )
             ).scalar()
         if moment is None:
@@ -505,11 +506,11 @@ class StudyEngine:
         return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
     def _reveal(self, conn: Connection, round_id: int) -> RevealCard:
-        row = conn.execute(select(Round).where(Round.id == round_id)).one()
+        row = conn.execute(select(Round).where(col(Round.id) == round_id)).one()
         question = self._question(row.question_id)
         counts = dict(
             conn.execute(
-                select(Answer.choice, func.count()).where(Answer.round_id == round_id).group_by(Answer.choice)
+                select(col(Answer.choice), func.count()).where(col(Answer.round_id) == round_id).group_by(col(Answer.choice))
             ).all()
         )
         answer_index = question.answer_index
@@ -547,10 +548,10 @@ class StudyEngine:
             member_id = self._member(conn, community.id, user)
             seen = dict(
                 conn.execute(
-                    select(Round.question_id, func.count())
-                    .join(Answer, Answer.round_id == Round.id)
-                    .where(Answer.member_id == member_id)
-                    .group_by(Round.question_id)
+                    select(col(Round.question_id), func.count())
+                    .join(Answer, col(Answer.round_id) == col(Round.id))
+                    .where(col(Answer.member_id) == member_id)
+                    .group_by(col(Round.question_id))
                 ).all()
             )
             salt = f"{member_id}:{now.isoformat()}"
@@ -567,7 +568,7 @@ class StudyEngine:
             community = self._community(conn, user)
             member_id = self._member(conn, community.id, user)
             rows = conn.execute(
-                select(Review.question_id, Review.due).where(Review.member_id == member_id).order_by(Review.due)
+                select(col(Review.question_id), col(Review.due)).where(col(Review.member_id) == member_id).order_by(col(Review.due))
             ).all()
             for question_id, due in rows:
                 question = self.bank.get(question_id)
@@ -591,11 +592,11 @@ class StudyEngine:
         # A new private question replaces one left unanswered.
         conn.execute(
             update(Round)
-            .where(Round.member_id == member_id, Round.closed_at.is_(None), Round.kind != "daily")
+            .where(col(Round.member_id) == member_id, col(Round.closed_at).is_(None), col(Round.kind) != "daily")
             .values(closed_at=now)
         )
         round_id = conn.execute(
-            Round.__table__.insert()
+            statements.ROUNDS.insert()
             .values(
                 community_id=community_id,
                 channel_id=channel.channel_id,
@@ -604,9 +605,9 @@ class StudyEngine:
                 member_id=member_id,
                 opened_at=now,
             )
-            .returning(Round.__table__.c.id)
+            .returning(statements.ROUNDS.c.id)
         ).scalar_one()
-        row = conn.execute(select(Round).where(Round.id == round_id)).one()
+        row = conn.execute(select(Round).where(col(Round.id) == round_id)).one()
         return self._card(row, question)
 
     # ---------------------------------------------------------- scores, boards
@@ -625,16 +626,16 @@ class StudyEngine:
             stats = {
                 (kind, bool(correct)): int(count)
                 for kind, correct, count in conn.execute(
-                    select(Answer.kind, Answer.correct, func.count())
-                    .where(Answer.member_id == member_id)
-                    .group_by(Answer.kind, Answer.correct)
+                    select(col(Answer.kind), col(Answer.correct), func.count())
+                    .where(col(Answer.member_id) == member_id)
+                    .group_by(col(Answer.kind), col(Answer.correct))
                 ).all()
             }
-            total = conn.execute(select(Member.points_total).where(Member.id == member_id)).scalar_one()
+            total = conn.execute(select(col(Member.points_total)).where(col(Member.id) == member_id)).scalar_one()
             board = self._board(conn, community.id, week)
             streak, best = self._streaks(conn, community.id, member_id, now)
             due = conn.execute(
-                select(func.count()).select_from(Review).where(Review.member_id == member_id, Review.due <= now)
+                select(func.count()).select_from(Review).where(col(Review.member_id) == member_id, col(Review.due) <= now)
             ).scalar_one()
         name = clean_name(user.display_name)
         mine = next((row for key, row in board if key == member_id), None)
@@ -658,11 +659,11 @@ class StudyEngine:
 
     def _streaks(self, conn: Connection, community_id: int, member_id: int, now: datetime) -> tuple[int, int]:
         rows = conn.execute(
-            select(Round.closed_at, Round.closes_at, Answer.correct)
+            select(col(Round.closed_at), col(Round.closes_at), col(Answer.correct))
             .select_from(Round)
-            .outerjoin(Answer, and_(Answer.round_id == Round.id, Answer.member_id == member_id))
-            .where(Round.community_id == community_id, Round.kind == "daily")
-            .order_by(Round.id.desc())
+            .outerjoin(Answer, and_(col(Answer.round_id) == col(Round.id), col(Answer.member_id) == member_id))
+            .where(col(Round.community_id) == community_id, col(Round.kind) == "daily")
+            .order_by(col(Round.id).desc())
         ).all()
         outcomes: list[bool | None] = []
         for closed_at, closes_at, correct in rows:
@@ -676,18 +677,18 @@ class StudyEngine:
         """Members with points, ranked: in one ISO week (one GROUP BY over that week's answers,
         on a covering index), or all time (the running totals kept on each member)."""
         if week is None:
-            query = select(Member.display_name, Member.points_total, Member.id).where(
-                Member.community_id == community_id, Member.points_total > 0
+            query = select(col(Member.display_name), col(Member.points_total), col(Member.id)).where(
+                col(Member.community_id) == community_id, col(Member.points_total) > 0
             )
         else:
             query = (
-                select(Member.display_name, func.sum(Answer.points).label("points"), Answer.member_id)
-                .join(Member, Member.id == Answer.member_id)
-                .where(Answer.community_id == community_id, Answer.week == week)
-                .group_by(Answer.member_id, Member.display_name)
-                .having(func.sum(Answer.points) > 0)
+                select(col(Member.display_name), func.sum(col(Answer.points)).label("points"), col(Answer.member_id))
+                .join(Member, col(Member.id) == col(Answer.member_id))
+                .where(col(Answer.community_id) == community_id, col(Answer.week) == week)
+                .group_by(col(Answer.member_id), col(Member.display_name))
+                .having(func.sum(col(Answer.points)) > 0)
             )
-        return scoring.rank_rows([(name, int(points), mid) for name, points, mid in conn.execute(query).all()])
+        return scoring.rank_rows([(name, int(points), cast(int, mid)) for name, points, mid in conn.execute(query).all()])
 
     def leaderboard(self, community: CommunityRef, week: str | None = None, all_time: bool = False) -> LeaderboardCard:
         """The weekly (ISO week in the community's zone; default this week) or all-time board."""
@@ -710,7 +711,7 @@ class StudyEngine:
             claimed = conn.execute(
                 insert_ignoring(conn, LeaderboardPost, ["community_id", "week"])
                 .values(community_id=config.id, week=week, posted_at=self.now())
-                .returning(LeaderboardPost.id)
+                .returning(col(LeaderboardPost.id))
             ).scalar()
             if claimed is None:
                 return None
@@ -728,15 +729,15 @@ class StudyEngine:
             answers = 0
             if member_id is not None:
                 answers = conn.execute(
-                    select(func.count()).select_from(Answer).where(Answer.member_id == member_id)
+                    select(func.count()).select_from(Answer).where(col(Answer.member_id) == member_id)
                 ).scalar_one()
             if not confirm:
                 return ConfirmForget(user=name, answers=int(answers))
             if member_id is not None:
-                conn.execute(delete(Answer).where(Answer.member_id == member_id))
-                conn.execute(delete(Review).where(Review.member_id == member_id))
-                conn.execute(delete(Round).where(Round.member_id == member_id))
-                conn.execute(delete(Member).where(Member.id == member_id))
+                conn.execute(delete(Answer).where(col(Answer.member_id) == member_id))
+                conn.execute(delete(Review).where(col(Review.member_id) == member_id))
+                conn.execute(delete(Round).where(col(Round.member_id) == member_id))
+                conn.execute(delete(Member).where(col(Member.id) == member_id))
         log.info("forgot a member of %s/%s (%s answers)", user.platform, user.community_id, answers)
         return Forgotten(user=name, answers_deleted=int(answers))
 
@@ -747,8 +748,8 @@ class StudyEngine:
             if key is None:
                 return ConfigCard(community=current.name, settings=current.as_pairs())
             column, stored = self._config_value(key, value)
-            conn.execute(update(Community).where(Community.id == current.id).values({column: stored}))
-            row = conn.execute(select(Community).where(Community.id == current.id)).one()
+            conn.execute(update(Community).where(col(Community.id) == current.id).values({column: stored}))
+            row = conn.execute(select(Community).where(col(Community.id) == current.id)).one()
         updated = _config_of(row)
         return ConfigCard(community=updated.name, settings=updated.as_pairs(), changed=key)
 
@@ -793,7 +794,7 @@ class StudyEngine:
     def communities(self) -> list[tuple[CommunityRef, CommunityConfig]]:
         """Every community the bot knows, with its settings (for the scheduler)."""
         with self.db.read() as conn:
-            rows = conn.execute(select(Community).order_by(Community.id)).all()
+            rows = conn.execute(select(Community).order_by(col(Community.id))).all()
         return [(CommunityRef(r.platform, r.external_id), _config_of(r)) for r in rows]
 
     def export_rows(self, community: CommunityRef) -> list[dict[str, Any]]:
@@ -804,20 +805,20 @@ class StudyEngine:
                 raise NotFound(f"No community '{community.community_id}' on {community.platform}.")
             rows = conn.execute(
                 select(
-                    Answer.answered_at,
-                    Answer.week,
-                    Member.user_id,
-                    Member.display_name,
-                    Answer.kind,
-                    Round.question_id,
-                    Answer.choice,
-                    Answer.correct,
-                    Answer.points,
+                    col(Answer.answered_at),
+                    col(Answer.week),
+                    col(Member.user_id),
+                    col(Member.display_name),
+                    col(Answer.kind),
+                    col(Round.question_id),
+                    col(Answer.choice),
+                    col(Answer.correct),
+                    col(Answer.points),
                 )
-                .join(Member, Member.id == Answer.member_id)
-                .join(Round, Round.id == Answer.round_id)
-                .where(Answer.community_id == config.id)
-                .order_by(Answer.id)
+                .join(Member, col(Member.id) == col(Answer.member_id))
+                .join(Round, col(Round.id) == col(Answer.round_id))
+                .where(col(Answer.community_id) == config.id)
+                .order_by(col(Answer.id))
             ).all()
         return [
             {

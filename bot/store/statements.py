@@ -10,11 +10,13 @@ from typing import Any
 
 from sqlalchemy import Table, and_, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import col
 
 from bot.store.tables import Answer, Community, Member, Round
 
-ANSWERS: Table = Answer.__table__  # type: ignore[assignment]
-MEMBERS: Table = Member.__table__  # type: ignore[assignment]
+ANSWERS: Table = Answer.__table__  # type: ignore[attr-defined]
+MEMBERS: Table = Member.__table__  # type: ignore[attr-defined]
+ROUNDS: Table = Round.__table__  # type: ignore[attr-defined]
 
 
 def _dialect(name: str) -> Any:
@@ -25,14 +27,14 @@ def _dialect(name: str) -> Any:
 def answer_lookup() -> Any:
     """The round, its community's time zone, the member (if known) and their earlier answer."""
     return (
-        select(Round, Community.timezone, Member.id.label("known_member"), Answer.choice.label("previous"))
-        .join(Community, Community.id == Round.community_id)
-        .outerjoin(Member, and_(Member.community_id == Community.id, Member.user_id == bindparam("user_id")))
-        .outerjoin(Answer, and_(Answer.round_id == Round.id, Answer.member_id == Member.id))
+        select(Round, col(Community.timezone), col(Member.id).label("known_member"), col(Answer.choice).label("previous"))
+        .join(Community, col(Community.id) == col(Round.community_id))
+        .outerjoin(Member, and_(col(Member.community_id) == col(Community.id), col(Member.user_id) == bindparam("user_id")))
+        .outerjoin(Answer, and_(col(Answer.round_id) == col(Round.id), col(Answer.member_id) == col(Member.id)))
         .where(
-            Round.id == bindparam("round_id"),
-            Community.platform == bindparam("platform"),
-            Community.external_id == bindparam("community"),
+            col(Round.id) == bindparam("round_id"),
+            col(Community.platform) == bindparam("platform"),
+            col(Community.external_id) == bindparam("community"),
         )
     )
 
