@@ -85,7 +85,7 @@ def render(card: object) -> list[Message]:
     match card:
         case QuestionCard():
             label = {"daily": "Daily question", "practice": "Practice question", "review": "Review"}[card.kind]
-            late = " (posted late: the bot was offline at the usual time)" if card.late else ""
+            late = " (posted late: its usual time had already passed)" if card.late else ""
             text = (
                 f"{label} #{card.round_id} [{card.topic}, level {card.difficulty}]{late}\n{card.prompt}\n"
                 f"{_choices_text(card.choices)}\nReply with a letter or the choice's text."

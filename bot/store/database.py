@@ -132,6 +132,11 @@ def upgrade(url: str) -> None:
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     try:
         command.upgrade(config, "head")
+        if url.startswith("sqlite"):  # WAL is a property of the file: set it once it exists
+            engine = _sqlite_engine(url, immediate=False)
+            with engine.connect():
+                pass
+            engine.dispose()
     except OperationalError as exc:
         raise StoreUnavailable(f"The database at {safe_url(url)} cannot be upgraded: {exc.orig}") from exc
 

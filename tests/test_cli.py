@@ -1,0 +1,91 @@
+"""The studybot CLI end to end, as a user runs it: real processes on a real SQLite file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from bot import __version__
+from tests.conftest import ROOT, TEST_BANK
+
+
+def studybot(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK),
+           "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+           "STUDYBOT_DEMO_OUT_DIR": str(tmp_path / "charts")}
+    return subprocess.run([sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+
+
+def play_a_round(tmp_path: Path) -> None:
+    script = "/config paused on\n/daily\na\n/as Bob\nb\n/as Cy\nc\n/close\n"
+    done = studybot(tmp_path, "console", "--community", "club", "--user", "Ann", "--jsonl", "--no-schedule",
+                    stdin=script)
+    assert done.returncode == 0, done.stderr
+
+
+def test_version(tmp_path: Path) -> None:
+    done = studybot(tmp_path, "--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"studybot {__version__}"
+
+
+def test_db_upgrade_creates_the_schema_and_is_repeatable(tmp_path: Path) -> None:
+    for _ in range(2):
+        done = studybot(tmp_path, "db", "upgrade")
+        assert done.returncode == 0 and "is up to date" in done.stdout
+    import sqlite3
+
+    tables = {r[0] for r in sqlite3.connect(tmp_path / "cli.db").execute("SELECT name FROM sqlite_master")}
+    assert {"communities", "members", "rounds", "answers", "reviews", "leaderboard_posts"} <= tables
+    mode = sqlite3.connect(tmp_path / "cli.db").execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def test_leaderboard_and_export_after_a_round(tmp_path: Path) -> None:
+    play_a_round(tmp_path)
+    board = studybot(tmp_path, "leaderboard", "--community", "club", "--all", "--json")
+    assert board.returncode == 0, board.stderr
+    rows = json.loads(board.stdout)["rows"]
+    assert len(rows) == 1 and rows[0]["points"] == 10  # exactly one of a, b, c was right
+    exported = studybot(tmp_path, "export", "--community", "club", "--format", "csv")
+    assert exported.returncode == 0
+    records = list(csv.DictReader(io.StringIO(exported.stdout)))
+    assert [r["user"] for r in records] == ["Ann", "Bob", "Cy"]
+    assert sorted(r["correct"] for r in records) == ["False", "False", "True"]
+
+
+def test_cli_bad_input_is_one_sentence_with_exit_2(tmp_path: Path) -> None:
+    play_a_round(tmp_path)
+    for args, words in [
+        (("leaderboard", "--community", "club", "--week", "soon"), "ISO week"),
+        (("export", "--community", "nobody"), "No community"),
+        (("export", "--community", "club", "--format", "xml"), "only csv"),
+    ]:
+        done = studybot(tmp_path, *args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_demo_from_the_chat_runs_in_a_worker_and_posts_a_table_and_chart(tmp_path: Path) -> None:
+    script = "/demo checkpoint layers=2 tokens=64 width=16 repeat=1 strategies=none,block\n"
+    done = studybot(tmp_path, "console", "--jsonl", "--no-schedule", stdin=script)
+    assert done.returncode == 0, done.stderr
+    messages = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [m["kind"] for m in messages] == ["progress", "demo"]
+    demo = messages[1]
+    result = demo["data"]["result"]
+    assert [r["strategy"] for r in result["results"]] == ["none", "block"]
+    assert all(r["grads_identical"] for r in result["results"])
+    assert Path(demo["data"]["chart"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "block" in demo["text"] and "identical" in demo["text"]
+
+
+def test_demo_cli_passes_arguments_through(tmp_path: Path) -> None:
+    done = studybot(tmp_path, "demo", "checkpoint", "--strategies", "none,warp")
+    assert done.returncode == 2 and "warp" in done.stderr
+    assert ROOT.is_dir()
