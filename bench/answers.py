@@ -41,7 +41,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-async def burst(engine: StudyEngine, round_id: int, users: int, clicks: int, callers: int) -> tuple[float, list[float], dict[str, int]]:
+async def burst(
+    engine: StudyEngine, round_id: int, users: int, clicks: int, callers: int
+) -> tuple[float, list[float], dict[str, int]]:
     gate = asyncio.Semaphore(callers)
     latencies: list[float] = []
     outcomes = {"scored": 0, "already": 0, "other": 0}
@@ -71,13 +73,17 @@ def raw_baseline(path: Path, rows: int) -> float:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, round_id INT, member_id INT, choice INT, "
-                 "correct INT, points INT, answered_at TEXT, UNIQUE(round_id, member_id))")
+    conn.execute(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, round_id INT, member_id INT, choice INT, "
+        "correct INT, points INT, answered_at TEXT, UNIQUE(round_id, member_id))"
+    )
     started = time.perf_counter()
     for i in range(rows):
         conn.execute("BEGIN")
-        conn.execute("INSERT INTO t (round_id, member_id, choice, correct, points, answered_at) "
-                     "VALUES (1, ?, 0, 1, 10, ?)", (i, datetime.now(timezone.utc).isoformat()))
+        conn.execute(
+            "INSERT INTO t (round_id, member_id, choice, correct, points, answered_at) VALUES (1, ?, 0, 1, 10, ?)",
+            (i, datetime.now(timezone.utc).isoformat()),
+        )
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     conn.close()
@@ -90,23 +96,41 @@ def fill_answers(path: Path, stored: int, members: int) -> tuple[str, int]:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=OFF")
     now = datetime(2026, 11, 23, tzinfo=timezone.utc)
-    conn.execute("INSERT INTO communities (platform, external_id, name, timezone, daily_time, window_hours, "
-                 "topics, paused, created_at) VALUES ('discord', 'board-guild', 'board', 'UTC', '09:00', 12, '', 0, ?)",
-                 (now.isoformat(),))
+    conn.execute(
+        "INSERT INTO communities (platform, external_id, name, timezone, daily_time, window_hours, "
+        "topics, paused, created_at) VALUES ('discord', 'board-guild', 'board', 'UTC', '09:00', 12, '', 0, ?)",
+        (now.isoformat(),),
+    )
     community = conn.execute("SELECT id FROM communities WHERE external_id='board-guild'").fetchone()[0]
-    conn.executemany("INSERT INTO members (community_id, user_id, display_name, created_at) VALUES (?, ?, ?, ?)",
-                     [(community, f"m{i}", f"Member {i:04d}", now.isoformat()) for i in range(members)])
+    conn.executemany(
+        "INSERT INTO members (community_id, user_id, display_name, created_at) VALUES (?, ?, ?, ?)",
+        [(community, f"m{i}", f"Member {i:04d}", now.isoformat()) for i in range(members)],
+    )
     member_ids = [r[0] for r in conn.execute("SELECT id FROM members WHERE community_id=?", (community,))]
     rounds_needed = -(-stored // members)
     start = now - timedelta(days=rounds_needed)
     round_rows = []
     for d in range(rounds_needed):
         day = start + timedelta(days=d)
-        round_rows.append((community, "general", "bench-q", "daily", day.date().isoformat(),
-                           f"general|{day.date().isoformat()}", day.isoformat(), (day + timedelta(hours=12)).isoformat(),
-                           (day + timedelta(hours=12)).isoformat(), 0))
-    conn.executemany("INSERT INTO rounds (community_id, channel_id, question_id, kind, local_date, daily_key, "
-                     "opened_at, closes_at, closed_at, late) VALUES (?,?,?,?,?,?,?,?,?,?)", round_rows)
+        round_rows.append(
+            (
+                community,
+                "general",
+                "bench-q",
+                "daily",
+                day.date().isoformat(),
+                f"general|{day.date().isoformat()}",
+                day.isoformat(),
+                (day + timedelta(hours=12)).isoformat(),
+                (day + timedelta(hours=12)).isoformat(),
+                0,
+            )
+        )
+    conn.executemany(
+        "INSERT INTO rounds (community_id, channel_id, question_id, kind, local_date, daily_key, "
+        "opened_at, closes_at, closed_at, late) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        round_rows,
+    )
     rounds = conn.execute("SELECT id, opened_at FROM rounds WHERE community_id=? ORDER BY id", (community,)).fetchall()
     rng = random.Random(1)
     batch = []
@@ -118,20 +142,39 @@ def fill_answers(path: Path, stored: int, members: int) -> tuple[str, int]:
             if written >= stored:
                 break
             correct = rng.random() < 0.6
-            batch.append((round_id, member, community, "daily", rng.randrange(4), correct,
-                          10 + rng.randrange(6) if correct else 0, opened, f"{year}-W{week:02d}"))
+            batch.append(
+                (
+                    round_id,
+                    member,
+                    community,
+                    "daily",
+                    rng.randrange(4),
+                    correct,
+                    10 + rng.randrange(6) if correct else 0,
+                    opened,
+                    f"{year}-W{week:02d}",
+                )
+            )
             written += 1
         if len(batch) >= 50_000:
-            conn.executemany("INSERT INTO answers (round_id, member_id, community_id, kind, choice, correct, points, "
-                             "answered_at, week) VALUES (?,?,?,?,?,?,?,?,?)", batch)
+            conn.executemany(
+                "INSERT INTO answers (round_id, member_id, community_id, kind, choice, correct, points, "
+                "answered_at, week) VALUES (?,?,?,?,?,?,?,?,?)",
+                batch,
+            )
             batch.clear()
     if batch:
-        conn.executemany("INSERT INTO answers (round_id, member_id, community_id, kind, choice, correct, points, "
-                         "answered_at, week) VALUES (?,?,?,?,?,?,?,?,?)", batch)
+        conn.executemany(
+            "INSERT INTO answers (round_id, member_id, community_id, kind, choice, correct, points, "
+            "answered_at, week) VALUES (?,?,?,?,?,?,?,?,?)",
+            batch,
+        )
     conn.commit()
     conn.execute("ANALYZE")
-    week, count = conn.execute("SELECT week, count(*) FROM answers WHERE community_id=? GROUP BY week "
-                               "ORDER BY count(*) DESC LIMIT 1", (community,)).fetchone()
+    week, count = conn.execute(
+        "SELECT week, count(*) FROM answers WHERE community_id=? GROUP BY week ORDER BY count(*) DESC LIMIT 1",
+        (community,),
+    ).fetchone()
     conn.close()
     return week, count
 
@@ -164,16 +207,27 @@ def main() -> None:
         assert isinstance(card, QuestionCard)
         total = args.users * args.clicks
         elapsed, latencies, outcomes = asyncio.run(burst(engine, card.round_id, args.users, args.clicks, args.callers))
-        stored = sqlite3.connect(path).execute("SELECT count(*) FROM answers WHERE round_id=?", (card.round_id,)).fetchone()[0]
+        stored = (
+            sqlite3.connect(path)
+            .execute("SELECT count(*) FROM answers WHERE round_id=?", (card.round_id,))
+            .fetchone()[0]
+        )
         raw = raw_baseline(Path(tmp) / "raw.db", total)
 
-        print(f"answer burst: {total:,} answers from {args.users:,} users, {args.callers} concurrent callers, SQLite WAL")
-        print(f"  engine: {total / elapsed:,.0f} answers/s  p50 {statistics.median(latencies):.2f} ms  "
-              f"p99 {percentile(latencies, 0.99):.2f} ms  ({elapsed:.2f} s)")
+        print(
+            f"answer burst: {total:,} answers from {args.users:,} users, {args.callers} concurrent callers, SQLite WAL"
+        )
+        print(
+            f"  engine: {total / elapsed:,.0f} answers/s  p50 {statistics.median(latencies):.2f} ms  "
+            f"p99 {percentile(latencies, 0.99):.2f} ms  ({elapsed:.2f} s)"
+        )
         print(f"  raw sqlite3 single-row commits: {total / raw:,.0f} rows/s ({raw:.2f} s)")
         print(f"  ratio engine/raw throughput: {raw / elapsed:.2f}")
-        print(f"  scored {outcomes['scored']:,}, already answered {outcomes['already']:,}, other {outcomes['other']}; "
-              f"rows stored {stored:,} (expected {args.users:,}): {'nothing lost' if stored == args.users else 'MISMATCH'}")
+        print(
+            f"  scored {outcomes['scored']:,}, already answered {outcomes['already']:,}, other {outcomes['other']}; "
+            f"rows stored {stored:,} (expected {args.users:,}): "
+            f"{'nothing lost' if stored == args.users else 'MISMATCH'}"
+        )
 
         week, in_week = fill_answers(path, args.stored, 1000)
         community = CommunityRef("discord", "board-guild")
@@ -182,8 +236,10 @@ def main() -> None:
         alltime = timed(lambda: engine.leaderboard(community, all_time=True), 5)
         board = engine.leaderboard(community, week=week)
         print(f"leaderboard over {args.stored:,} stored answers (1,000 members):")
-        print(f"  weekly ({week}, {in_week:,} answers): median {statistics.median(weekly):.1f} ms, "
-              f"max {max(weekly):.1f} ms, {len(board.rows)} rows")
+        print(
+            f"  weekly ({week}, {in_week:,} answers): median {statistics.median(weekly):.1f} ms, "
+            f"max {max(weekly):.1f} ms, {len(board.rows)} rows"
+        )
         print(f"  all-time: median {statistics.median(alltime):.1f} ms, max {max(alltime):.1f} ms")
         engine.db.dispose()
 

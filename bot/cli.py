@@ -9,7 +9,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -23,8 +23,12 @@ from bot.store.database import Database, safe_url, upgrade
 
 log = logging.getLogger(__name__)
 
-app = typer.Typer(help="Checkpoint Study Bot: learn gradient checkpointing in Discord, Slack or a terminal.",
-                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+app = typer.Typer(
+    help="Checkpoint Study Bot: learn gradient checkpointing in Discord, Slack or a terminal.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
 questions_app = typer.Typer(help="Lint, list and count the question bank.", no_args_is_help=True)
 db_app = typer.Typer(help="The database.", no_args_is_help=True)
 demo_app = typer.Typer(help="The PyTorch demos (run in a worker process).", no_args_is_help=True)
@@ -51,8 +55,12 @@ def build_engine(settings: Settings) -> StudyEngine:
     """The bank (refusing a broken one), the upgraded database, the engine."""
     bank = load_bank(settings.questions_dir)
     upgrade(settings.database_url)
-    return StudyEngine(Database(settings.database_url), bank, default_timezone=settings.timezone,
-                       default_window_hours=settings.window_hours)
+    return StudyEngine(
+        Database(settings.database_url),
+        bank,
+        default_timezone=settings.timezone,
+        default_window_hours=settings.window_hours,
+    )
 
 
 def _engine_or_exit(settings: Settings) -> StudyEngine:
@@ -72,7 +80,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
 ) -> None:
     """Checkpoint Study Bot."""
 
@@ -81,9 +91,12 @@ def root(
 def console(
     user: Annotated[str, typer.Option(help="Who you are in the chat.")] = "you",
     community: Annotated[str, typer.Option(help="The community (like a Discord server).")] = "local",
-    jsonl: Annotated[bool, typer.Option("--jsonl", help="Print every bot message as one JSON object per line.")] = False,
-    schedule: Annotated[bool, typer.Option(help="Run the scheduler: the daily round, reveal and leaderboard "
-                                                "post on their own.")] = True,
+    jsonl: Annotated[
+        bool, typer.Option("--jsonl", help="Print every bot message as one JSON object per line.")
+    ] = False,
+    schedule: Annotated[
+        bool, typer.Option(help="Run the scheduler: the daily round, reveal and leaderboard post on their own.")
+    ] = True,
 ) -> None:
     """Chat with the bot in this terminal: no Discord or Slack account needed."""
     from bot.jobs import DemoRunner
@@ -117,16 +130,20 @@ def run() -> None:
     if wanted:
         raise fail(
             f"{' and '.join(wanted)} token(s) are set, but the {' and '.join(wanted)} adapter is not part of this "
-            "release yet; unset them to use the console chat.")
-    typer.echo("No platform tokens are set: set DISCORD_TOKEN for Discord, or SLACK_BOT_TOKEN with "
-               "SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP) for Slack (see .env.example). "
-               "Starting the console chat.", err=True)
+            "release yet; unset them to use the console chat."
+        )
+    typer.echo(
+        "No platform tokens are set: set DISCORD_TOKEN for Discord, or SLACK_BOT_TOKEN with "
+        "SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP) for Slack (see .env.example). "
+        "Starting the console chat.",
+        err=True,
+    )
     console(user="you", community="local", jsonl=False)
 
 
 @questions_app.command("lint")
 def questions_lint(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Files or folders (default: the bank).")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Files or folders (default: the bank).")] = None,
 ) -> None:
     """Report every problem as path:line: message; exit 1 if there are any."""
     targets = paths or [Settings().questions_dir]
@@ -136,8 +153,10 @@ def questions_lint(
             typer.echo(problem)
         raise fail(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found.")
     files = len({q.source.rsplit(":", 1)[0] for q in questions})
-    typer.echo(f"OK: {len(questions)} questions in {files} files, "
-               f"{sum(1 for q in questions if q.check)} with executable checks.")
+    typer.echo(
+        f"OK: {len(questions)} questions in {files} files, "
+        f"{sum(1 for q in questions if q.check)} with executable checks."
+    )
 
 
 def _bank_or_exit(settings: Settings) -> Bank:
@@ -149,7 +168,7 @@ def _bank_or_exit(settings: Settings) -> Bank:
 
 @questions_app.command("list")
 def questions_list(
-    topic: Annotated[Optional[str], typer.Option(help="Only this topic.")] = None,
+    topic: Annotated[str | None, typer.Option(help="Only this topic.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
 ) -> None:
     """List the questions (id, topic, difficulty, prompt)."""
@@ -158,9 +177,24 @@ def questions_list(
         raise fail(f"Unknown topic '{topic}'. Topics: {', '.join(TOPICS)}.", 2)
     chosen = [q for q in bank.questions if topic is None or q.topic == topic]
     if as_json:
-        typer.echo(json.dumps([{"id": q.id, "topic": q.topic, "difficulty": q.difficulty, "prompt": q.prompt,
-                                "choices": [c.text for c in q.choices], "answer": q.answer_index,
-                                "check": q.check, "source": q.source} for q in chosen], indent=2))
+        typer.echo(
+            json.dumps(
+                [
+                    {
+                        "id": q.id,
+                        "topic": q.topic,
+                        "difficulty": q.difficulty,
+                        "prompt": q.prompt,
+                        "choices": [c.text for c in q.choices],
+                        "answer": q.answer_index,
+                        "check": q.check,
+                        "source": q.source,
+                    }
+                    for q in chosen
+                ],
+                indent=2,
+            )
+        )
         return
     for q in chosen:
         typer.echo(f"{q.id:<44} {q.topic:<15} {q.difficulty}  {q.prompt[:90]}")
@@ -185,7 +219,7 @@ def questions_stats() -> None:
 def leaderboard(
     community: Annotated[str, typer.Option(help="The community id.")],
     platform: Annotated[str, typer.Option(help="console, discord or slack.")] = "console",
-    week: Annotated[Optional[str], typer.Option(help="An ISO week such as 2026-W48 (default: this week).")] = None,
+    week: Annotated[str | None, typer.Option(help="An ISO week such as 2026-W48 (default: this week).")] = None,
     all_time: Annotated[bool, typer.Option("--all", help="All-time points.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
@@ -197,8 +231,15 @@ def leaderboard(
     except StudyBotError as exc:
         raise fail(exc.message, 2) from None
     if as_json:
-        typer.echo(json.dumps({"community": card.community, "scope": card.scope,
-                               "rows": [{"rank": r.rank, "user": r.user, "points": r.points} for r in card.rows]}))
+        typer.echo(
+            json.dumps(
+                {
+                    "community": card.community,
+                    "scope": card.scope,
+                    "rows": [{"rank": r.rank, "user": r.user, "points": r.points} for r in card.rows],
+                }
+            )
+        )
         return
     typer.echo(f"{'All time' if card.scope == 'all' else card.scope} in {card.community}")
     for r in card.rows:
@@ -258,8 +299,11 @@ def schedule_run(
     if job not in JOB_KINDS:
         raise fail(f"Unknown job '{job[:30]}'; jobs: {', '.join(JOB_KINDS)}.", 2)
     if platform != "console":
-        raise fail(f"The {platform} adapter is not part of this release, so nothing can be posted there; "
-                   "use --platform console.", 2)
+        raise fail(
+            f"The {platform} adapter is not part of this release, so nothing can be posted there; "
+            "use --platform console.",
+            2,
+        )
     settings = Settings()
     setup_logging(settings, quiet=True)
     engine = _engine_or_exit(settings)

@@ -25,6 +25,4 @@ class Settings(BaseSettings):
     discord_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("DISCORD_TOKEN"))
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_APP_TOKEN"))
-    slack_signing_secret: SecretStr | None = Field(
-        default=None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET")
-    )
+    slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET"))

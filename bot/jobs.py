@@ -39,7 +39,9 @@ class DemoRunner:
         chart: Path | None = None
         if request.module == "demos.checkpoint":
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            chart = (self.out_dir / f"checkpoint-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns() % 10**6}.png").resolve()
+            chart = (
+                self.out_dir / f"checkpoint-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns() % 10**6}.png"
+            ).resolve()
             args += ["--chart", str(chart)]
         started = time.perf_counter()
         log.info("running demo: %s", " ".join(args[1:]))

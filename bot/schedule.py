@@ -64,9 +64,7 @@ class NextRuns:
         return min(moments) if moments else None
 
 
-def plan_next(
-    community: CommunityRef, config: CommunityConfig, now: datetime, next_close: datetime | None
-) -> NextRuns:
+def plan_next(community: CommunityRef, config: CommunityConfig, now: datetime, next_close: datetime | None) -> NextRuns:
     """The next moments after `now`: a paused community or one without a channel gets no
     daily round and no leaderboard; an open round is always revealed when its window ends."""
     active = not config.paused and config.channel_id is not None
@@ -169,8 +167,9 @@ class StudyScheduler:
             if daily is not None and (ref, "daily", key) not in self._done:
                 posted.extend(self._daily(ref, channel, key, late=daily.late))
         except Exception:  # one community's failure must not stop the others' jobs
-            log.exception("scheduled jobs of %s/%s failed; retrying at the next refresh",
-                          ref.platform, ref.community_id)
+            log.exception(
+                "scheduled jobs of %s/%s failed; retrying at the next refresh", ref.platform, ref.community_id
+            )
             self._failed.add(ref)
         else:
             self._failed.discard(ref)
@@ -250,8 +249,9 @@ class StudyScheduler:
         self._aps.start(paused=paused)
         self._arm_all()
         if self.refresh_seconds:
-            self._aps.add_job(self.refresh, "interval", seconds=self.refresh_seconds, id="refresh",
-                              replace_existing=True)
+            self._aps.add_job(
+                self.refresh, "interval", seconds=self.refresh_seconds, id="refresh", replace_existing=True
+            )
 
     def shutdown(self) -> None:
         if self._aps is not None:
@@ -310,8 +310,9 @@ class StudyScheduler:
                     self._aps.remove_job(job_id)
             elif previous is None or previous.of(kind) != moment or self._aps.get_job(job_id) is None:
                 run_date = max(moment, self.now() + RETRY) if moment <= self.now() else moment
-                self._aps.add_job(self._wake, "date", run_date=run_date, args=[ref], id=job_id,
-                                  name=job_id, replace_existing=True)
+                self._aps.add_job(
+                    self._wake, "date", run_date=run_date, args=[ref], id=job_id, name=job_id, replace_existing=True
+                )
                 log.debug("armed %s at %s", job_id, moment)
 
     def _disarm(self, ref: CommunityRef) -> None:
@@ -344,9 +345,11 @@ def describe(runs: NextRuns, now: datetime) -> list[str]:
 
     state = "paused" if config.paused else ("no channel set" if config.channel_id is None else "active")
     lines = [
-        (f"{runs.community.platform}/{runs.community.community_id}: {state}; daily_time {config.daily_time} "
-         f"{zone}, window {config.window_hours} h, channel {config.channel_id or '(not set)'}, "
-         f"topics {','.join(config.topics) or 'all'}"),
+        (
+            f"{runs.community.platform}/{runs.community.community_id}: {state}; daily_time {config.daily_time} "
+            f"{zone}, window {config.window_hours} h, channel {config.channel_id or '(not set)'}, "
+            f"topics {','.join(config.topics) or 'all'}"
+        ),
         f"  next daily round: {when(runs.daily)}",
         f"  next reveal:      {when(runs.reveal)}",
     ]
@@ -359,9 +362,7 @@ def describe(runs: NextRuns, now: datetime) -> list[str]:
     return lines
 
 
-def start_console_schedule(
-    engine: StudyEngine, community: str, send: Post, paused: bool = False
-) -> StudyScheduler:
+def start_console_schedule(engine: StudyEngine, community: str, send: Post, paused: bool = False) -> StudyScheduler:
     """The console's scheduler: its own community, posting in the channel "console" unless
     another channel is configured. Catches up at once, then runs in the background."""
     ref = CommunityRef("console", community)

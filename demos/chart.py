@@ -8,8 +8,7 @@ if TYPE_CHECKING:
     from demos.checkpoint import DemoReport
 
 MIB = 1024**2
-COLOURS = {"none": "#7f7f7f", "block": "#1f77b4", "sqrt": "#2ca02c",
-           "selective": "#ff7f0e", "offload": "#9467bd"}
+COLOURS = {"none": "#7f7f7f", "block": "#1f77b4", "sqrt": "#2ca02c", "selective": "#ff7f0e", "offload": "#9467bd"}
 
 
 def write_chart(report: DemoReport, path: str) -> str:
@@ -30,8 +29,7 @@ def write_chart(report: DemoReport, path: str) -> str:
 
 
 def _title(report: DemoReport) -> str:
-    return (f"{report.model}: {report.tokens:,} tokens x width {report.width}, "
-            f"{report.dtype}, {report.device}")
+    return f"{report.model}: {report.tokens:,} tokens x width {report.width}, {report.dtype}, {report.device}"
 
 
 def _strategy_figure(plt: object, report: DemoReport) -> object:
@@ -42,14 +40,12 @@ def _strategy_figure(plt: object, report: DemoReport) -> object:
     colours = [COLOURS.get(n, "#333333") for n in names]
     base = next((r for r in rows if r.strategy == "none"), rows[0])
     fig, (ax_mem, ax_time) = mplt.subplots(1, 2, figsize=(10, 4.6))
-    fig.suptitle(f"Activation checkpointing, {report.layers} layers\n{_title(report)}",
-                 fontsize=13)
+    fig.suptitle(f"Activation checkpointing, {report.layers} layers\n{_title(report)}", fontsize=13)
     ys = list(range(len(rows)))[::-1]
     mem = [r.peak_bytes / MIB for r in rows]
     ax_mem.barh(ys, mem, color=colours)
     for y, r, m in zip(ys, rows, mem, strict=True):
-        ax_mem.text(m, y, f" {m:.1f} MiB ({r.peak_bytes / base.peak_bytes:.2f}x)",
-                    va="center", fontsize=11)
+        ax_mem.text(m, y, f" {m:.1f} MiB ({r.peak_bytes / base.peak_bytes:.2f}x)", va="center", fontsize=11)
     ax_mem.set_yticks(ys, names)
     ax_mem.set_xlabel("peak memory of one step, MiB")
     ax_mem.set_xlim(0, max(mem) * 1.6)
@@ -64,8 +60,13 @@ def _strategy_figure(plt: object, report: DemoReport) -> object:
     ax_time.set_xlim(0, max(ms) * 1.6)
     ax_time.set_title("Step time (forward + backward)", fontsize=12)
     ok = all(r.grads_identical for r in rows)
-    fig.text(0.5, 0.01, "gradients bit-identical to 'none'" if ok
-             else "WARNING: some gradients differ from 'none'", ha="center", fontsize=11)
+    fig.text(
+        0.5,
+        0.01,
+        "gradients bit-identical to 'none'" if ok else "WARNING: some gradients differ from 'none'",
+        ha="center",
+        fontsize=11,
+    )
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
@@ -80,8 +81,9 @@ def _sweep_figure(plt: object, report: DemoReport) -> object:
         ys = [r.peak_bytes / MIB for r in rows]
         label = "no checkpointing" if strategy == "none" else f"{strategy} checkpoints"
         ax.plot(xs, ys, marker="o", linewidth=2.5, color=COLOURS.get(strategy), label=label)
-        ax.annotate(f"{ys[-1]:.0f} MiB", (xs[-1], ys[-1]), textcoords="offset points",
-                    xytext=(-10, 8), ha="right", fontsize=11)
+        ax.annotate(
+            f"{ys[-1]:.0f} MiB", (xs[-1], ys[-1]), textcoords="offset points", xytext=(-10, 8), ha="right", fontsize=11
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     from matplotlib.ticker import FuncFormatter

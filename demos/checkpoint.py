@@ -153,8 +153,11 @@ def _int(name: str, text: str, low: int, high: int) -> int:
 
 def parse_args(argv: Sequence[str] | None) -> DemoConfig:
     """Validate the command line; raises :class:`BadInput` with one sentence."""
-    p = _Parser(prog="python -m demos.checkpoint", add_help=True,
-                description="Peak memory and step time with and without checkpointing.")
+    p = _Parser(
+        prog="python -m demos.checkpoint",
+        add_help=True,
+        description="Peak memory and step time with and without checkpointing.",
+    )
     p.add_argument("--model", default="blocks")
     p.add_argument("--layers", default=None)
     p.add_argument("--tokens", default="2048")
@@ -183,8 +186,7 @@ def parse_args(argv: Sequence[str] | None) -> DemoConfig:
     try:
         budget = float(a.time_budget)
     except ValueError:
-        raise BadInput(f"--time-budget must be a number of seconds, not {a.time_budget!r}.") \
-            from None
+        raise BadInput(f"--time-budget must be a number of seconds, not {a.time_budget!r}.") from None
     if not 0 < budget < 1e6:
         raise BadInput(f"--time-budget must be a positive number of seconds, not {a.time_budget}.")
 
@@ -194,8 +196,7 @@ def parse_args(argv: Sequence[str] | None) -> DemoConfig:
         names = [s.strip() for s in a.strategies.split(",") if s.strip()]
         unknown = [s for s in names if s not in STRATEGIES]
         if unknown or not names:
-            raise BadInput(f"Unknown strategy {(unknown or [a.strategies])[0]!r}; "
-                           f"choose from {', '.join(STRATEGIES)}.")
+            raise BadInput(f"Unknown strategy {(unknown or [a.strategies])[0]!r}; choose from {', '.join(STRATEGIES)}.")
         strategies = tuple(dict.fromkeys(["none", *names]))  # "none" is the baseline
 
     if a.device not in ("auto", "cpu", "cuda"):
@@ -208,9 +209,18 @@ def parse_args(argv: Sequence[str] | None) -> DemoConfig:
     if needs_cuda and device != "cuda":
         raise BadInput(f"The {needs_cuda[0]} strategy needs a CUDA GPU, and this run is on the CPU.")
     return DemoConfig(
-        model="chain" if sweep else a.model, layers=layers, tokens=tokens, width=width,
-        strategies=strategies, device=device, repeat=repeat, seed=seed, sweep=sweep,
-        chart=a.chart, json=a.json, time_budget_s=budget,
+        model="chain" if sweep else a.model,
+        layers=layers,
+        tokens=tokens,
+        width=width,
+        strategies=strategies,
+        device=device,
+        repeat=repeat,
+        seed=seed,
+        sweep=sweep,
+        chart=a.chart,
+        json=a.json,
+        time_budget_s=budget,
     )
 
 
@@ -247,9 +257,13 @@ def estimate_none_step(kind: str, layers: int, tokens: int, width: int) -> Trace
         return a + (b - a) * (layers - 2) // 2
 
     return TracedStep(
-        strategy="none", peak_bytes=grow(two.peak_bytes, four.peak_bytes),
-        saved_bytes=grow(two.saved_bytes, four.saved_bytes), flops=grow(two.flops, four.flops),
-        params_bytes=grow(two.params_bytes, four.params_bytes), input_bytes=two.input_bytes)
+        strategy="none",
+        peak_bytes=grow(two.peak_bytes, four.peak_bytes),
+        saved_bytes=grow(two.saved_bytes, four.saved_bytes),
+        flops=grow(two.flops, four.flops),
+        params_bytes=grow(two.params_bytes, four.params_bytes),
+        input_bytes=two.input_bytes,
+    )
 
 
 def check_bounds(cfg: DemoConfig) -> TracedStep:
@@ -262,14 +276,16 @@ def check_bounds(cfg: DemoConfig) -> TracedStep:
     if need > 0.8 * free:
         raise BadInput(
             f"Refused: the estimated peak of {need / MIB:,.0f} MiB (parameters, input and "
-            f"the step) exceeds 80% of the {free / MIB:,.0f} MiB free on the {cfg.device}.")
+            f"the step) exceeds 80% of the {free / MIB:,.0f} MiB free on the {cfg.device}."
+        )
     steps = len(cfg.strategies) * (cfg.repeat + 2) * len(depths)
     seconds = steps * traced.flops / ASSUMED_FLOPS[cfg.device]
     if seconds > cfg.time_budget_s:
         raise BadInput(
             f"Refused: about {traced.flops * steps / 1e12:,.1f} TFLOP in {steps} steps would "
             f"take about {seconds:,.0f} s at {ASSUMED_FLOPS[cfg.device] / 1e9:,.0f} GFLOP/s, "
-            f"over the {cfg.time_budget_s:g} s budget.")
+            f"over the {cfg.time_budget_s:g} s budget."
+        )
     return traced
 
 
@@ -345,14 +361,18 @@ def measure_strategy(
         identical = True
     else:
         identical = len(grads) == len(baseline_grads) and all(
-            torch.equal(a, b) for a, b in zip(grads, baseline_grads, strict=True))
+            torch.equal(a, b) for a, b in zip(grads, baseline_grads, strict=True)
+        )
     result = StrategyResult(
-        strategy=strategy, peak_bytes=int(peak), peak_check_bytes=int(check),
-        saved_bytes=int(saved), step_ms=round(statistics.median(times) * 1000, 2),
-        grads_identical=identical, reserved_bytes=reserved,
+        strategy=strategy,
+        peak_bytes=int(peak),
+        peak_check_bytes=int(check),
+        saved_bytes=int(saved),
+        step_ms=round(statistics.median(times) * 1000, 2),
+        grads_identical=identical,
+        reserved_bytes=reserved,
     )
-    log.info("%s: peak %.1f MiB (check %.1f MiB), %.1f ms", strategy, peak / MIB,
-             check / MIB, result.step_ms)
+    log.info("%s: peak %.1f MiB (check %.1f MiB), %.1f ms", strategy, peak / MIB, check / MIB, result.step_ms)
     return result, grads
 
 
@@ -368,11 +388,13 @@ def theory_for(layers: int, none_saved: int, input_bytes: int) -> Theory:
         "block": layers * b + a,
         "sqrt": (k - 1) * b + max(chunk, last) * a,
     }
-    text = (f"Theory (activations only, a = {a / MIB:.2f} MiB per layer, b = {b / MIB:.2f} "
-            f"MiB per layer input): none keeps N*a = {predicted['none'] / MIB:.1f} MiB, O(N); "
-            f"sqrt with {k} segments keeps {k - 1} inputs plus one {max(chunk, last)}-layer "
-            f"segment = {predicted['sqrt'] / MIB:.1f} MiB, O(sqrt N); block keeps N inputs "
-            f"plus one layer = {predicted['block'] / MIB:.1f} MiB.")
+    text = (
+        f"Theory (activations only, a = {a / MIB:.2f} MiB per layer, b = {b / MIB:.2f} "
+        f"MiB per layer input): none keeps N*a = {predicted['none'] / MIB:.1f} MiB, O(N); "
+        f"sqrt with {k} segments keeps {k - 1} inputs plus one {max(chunk, last)}-layer "
+        f"segment = {predicted['sqrt'] / MIB:.1f} MiB, O(sqrt N); block keeps N inputs "
+        f"plus one layer = {predicted['block'] / MIB:.1f} MiB."
+    )
     return Theory(a, b, k, predicted, text)
 
 
@@ -405,19 +427,32 @@ def run_demo(cfg: DemoConfig, estimate: bool = True) -> DemoReport:
             results.append(result)
         del model, x, baseline
     meters = (
-        {"peak_bytes": "CUDA max_memory_allocated minus the pre-step baseline",
-         "peak_check_bytes": "live-tensor meter (TorchDispatchMode, storages counted once)"}
-        if device.type == "cuda" else
-        {"peak_bytes": "live-tensor meter (TorchDispatchMode, storages counted once)",
-         "peak_check_bytes": "CPU allocator events recorded by torch.profiler"})
-    meters["scope"] = ("bytes above parameters and input for one forward+backward, "
-                       "parameter gradients included")
+        {
+            "peak_bytes": "CUDA max_memory_allocated minus the pre-step baseline",
+            "peak_check_bytes": "live-tensor meter (TorchDispatchMode, storages counted once)",
+        }
+        if device.type == "cuda"
+        else {
+            "peak_bytes": "live-tensor meter (TorchDispatchMode, storages counted once)",
+            "peak_check_bytes": "CPU allocator events recorded by torch.profiler",
+        }
+    )
+    meters["scope"] = "bytes above parameters and input for one forward+backward, parameter gradients included"
     return DemoReport(
         device=cfg.device if device.type == "cpu" else torch.cuda.get_device_name(device),
-        torch=torch.__version__, model=cfg.model, layers=cfg.layers if not cfg.sweep else max(depths),
-        tokens=cfg.tokens, width=cfg.width, dtype="float32", threads=torch.get_num_threads(),
-        params_bytes=params_bytes, input_bytes=input_bytes, results=results,
-        theory=theory, wall_s=round(time.perf_counter() - started, 3), sweep=list(cfg.sweep),
+        torch=torch.__version__,
+        model=cfg.model,
+        layers=cfg.layers if not cfg.sweep else max(depths),
+        tokens=cfg.tokens,
+        width=cfg.width,
+        dtype="float32",
+        threads=torch.get_num_threads(),
+        params_bytes=params_bytes,
+        input_bytes=input_bytes,
+        results=results,
+        theory=theory,
+        wall_s=round(time.perf_counter() - started, 3),
+        sweep=list(cfg.sweep),
         meters=meters,
     )
 
@@ -427,10 +462,15 @@ def run_demo(cfg: DemoConfig, estimate: bool = True) -> DemoReport:
 
 def format_table(report: DemoReport) -> str:
     none = {r.layers: r for r in report.results if r.strategy == "none"}
-    head = (f"{report.model}, {report.layers} layers, {report.tokens} tokens x width "
-            f"{report.width}, {report.dtype}, {report.device}, torch {report.torch}")
-    rows = [head, f"{'strategy':<10}{'layers':>7}{'peak MiB':>10}{'check MiB':>10}"
-                  f"{'saved MiB':>10}{'vs none':>9}{'step ms':>9}{'vs none':>9}  grads"]
+    head = (
+        f"{report.model}, {report.layers} layers, {report.tokens} tokens x width "
+        f"{report.width}, {report.dtype}, {report.device}, torch {report.torch}"
+    )
+    rows = [
+        head,
+        f"{'strategy':<10}{'layers':>7}{'peak MiB':>10}{'check MiB':>10}"
+        f"{'saved MiB':>10}{'vs none':>9}{'step ms':>9}{'vs none':>9}  grads",
+    ]
     for r in report.results:
         base = none.get(r.layers)
         mem = f"{r.peak_bytes / base.peak_bytes:.2f}x" if base and base.peak_bytes else "-"
@@ -438,7 +478,8 @@ def format_table(report: DemoReport) -> str:
         rows.append(
             f"{r.strategy:<10}{r.layers or report.layers:>7}{r.peak_bytes / MIB:>10.1f}"
             f"{r.peak_check_bytes / MIB:>10.1f}{r.saved_bytes / MIB:>10.1f}{mem:>9}"
-            f"{r.step_ms:>9.1f}{t:>9}  {'identical' if r.grads_identical else 'DIFFER'}")
+            f"{r.step_ms:>9.1f}{t:>9}  {'identical' if r.grads_identical else 'DIFFER'}"
+        )
     if report.theory is not None and not report.sweep:
         rows.append(report.theory.text)
     rows.append(f"wall {report.wall_s:.2f} s")

@@ -109,7 +109,10 @@ class StepBreakdown:
 
 
 def _training_step(
-    model: TransformerLM, ids: torch.Tensor, opt: torch.optim.Optimizer, checkpointing: bool,
+    model: TransformerLM,
+    ids: torch.Tensor,
+    opt: torch.optim.Optimizer,
+    checkpointing: bool,
     meter: LiveTensorMeter | None,
 ) -> int:
     """One step; returns the bytes live after forward (as the meter saw them, else 0)."""
@@ -131,7 +134,11 @@ def _training_step(
 
 
 def measure_training_step(
-    cfg: TransformerConfig, batch: int, seq: int, checkpointing: bool, fake: bool = True,
+    cfg: TransformerConfig,
+    batch: int,
+    seq: int,
+    checkpointing: bool,
+    fake: bool = True,
 ) -> tuple[StepBreakdown, int | None]:
     """Measure one steady-state step with the live-tensor meter.
 
@@ -153,8 +160,7 @@ def measure_training_step(
         for p in model.parameters():
             p.grad = None
         state_bytes = sum(
-            t.numel() * t.element_size()
-            for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)
+            t.numel() * t.element_size() for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)
         )
         meter = LiveTensorMeter()
         check = profiler_allocations() if not fake else nullcontext()
@@ -202,18 +208,19 @@ def verdict_for(without: StepBreakdown, with_ckpt: StepBreakdown, gpu_gib: float
     if without.total_bytes <= usable:
         return f"Fits on a {gpu_gib:g} GiB GPU without checkpointing ({a:.2f} GiB)."
     if with_ckpt.total_bytes <= usable:
-        return (f"Needs checkpointing on a {gpu_gib:g} GiB GPU: {a:.2f} GiB without, "
-                f"{b:.2f} GiB with block checkpointing.")
-    return (f"Does not fit on a {gpu_gib:g} GiB GPU even with block checkpointing "
-            f"({b:.2f} GiB; {a:.2f} GiB without).")
+        return (
+            f"Needs checkpointing on a {gpu_gib:g} GiB GPU: {a:.2f} GiB without, {b:.2f} GiB with block checkpointing."
+        )
+    return f"Does not fit on a {gpu_gib:g} GiB GPU even with block checkpointing ({b:.2f} GiB; {a:.2f} GiB without)."
 
 
 def estimate(preset: str, batch: int, seq: int, gpu_gib: float) -> Estimate:
     cfg = PRESETS[preset]
     without, _ = measure_training_step(cfg, batch, seq, checkpointing=False)
     with_ckpt, _ = measure_training_step(cfg, batch, seq, checkpointing=True)
-    return Estimate(preset, batch, seq, "float32", gpu_gib, without, with_ckpt,
-                    verdict_for(without, with_ckpt, gpu_gib))
+    return Estimate(
+        preset, batch, seq, "float32", gpu_gib, without, with_ckpt, verdict_for(without, with_ckpt, gpu_gib)
+    )
 
 
 def _positive_int(name: str, text: str, high: int) -> int:
@@ -269,10 +276,14 @@ def main(argv: list[str] | None = None) -> int:
 def format_estimate(e: Estimate) -> str:
     rows = [f"{e.preset}, batch {e.batch} x {e.seq} tokens, {e.dtype}, AdamW"]
     rows.append(f"{'':22}{'no checkpointing':>18}{'block checkpoints':>19}")
-    for label, key in [("parameters", "parameters_bytes"), ("gradients at peak", "gradients_bytes"),
-                       ("optimizer state", "optimizer_state_bytes"),
-                       ("activations at peak", "activations_bytes"),
-                       ("temporaries at peak", "temporaries_bytes"), ("total peak", "total_bytes")]:
+    for label, key in [
+        ("parameters", "parameters_bytes"),
+        ("gradients at peak", "gradients_bytes"),
+        ("optimizer state", "optimizer_state_bytes"),
+        ("activations at peak", "activations_bytes"),
+        ("temporaries at peak", "temporaries_bytes"),
+        ("total peak", "total_bytes"),
+    ]:
         a, b = getattr(e.without, key) / GIB, getattr(e.with_checkpointing, key) / GIB
         rows.append(f"{label:22}{a:>14.2f} GiB{b:>15.2f} GiB")
     rows.append(e.verdict)

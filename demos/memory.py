@@ -115,11 +115,7 @@ class LiveTensorMeter(TorchDispatchMode):
     ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        input_keys = {
-            _storage_key(a)
-            for a in tree_flatten((args, kwargs))[0]
-            if isinstance(a, torch.Tensor)
-        }
+        input_keys = {_storage_key(a) for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)}
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):
                 self._track(t, input_keys)
@@ -128,11 +124,7 @@ class LiveTensorMeter(TorchDispatchMode):
     # -- analysis ----------------------------------------------------------------
     def composition_at_peak(self, gradients: list[torch.Tensor]) -> PeakComposition:
         """Split the peak by allocating phase; gradient storages are counted apart."""
-        grad_serials = {
-            self._serial_of[k]
-            for k in (_storage_key(g) for g in gradients)
-            if k in self._serial_of
-        }
+        grad_serials = {self._serial_of[k] for k in (_storage_key(g) for g in gradients) if k in self._serial_of}
         live: dict[int, int] = {}
         for serial, nbytes in self._events[: self._peak_event + 1]:
             if nbytes > 0:
@@ -222,6 +214,4 @@ def cuda_step_memory(
     torch.cuda.synchronize(device)
     peak = torch.cuda.max_memory_allocated(device) - baseline
     reserved = torch.cuda.max_memory_reserved(device)
-    return CudaStepMemory(
-        peak_bytes=int(peak), after_forward_bytes=int(after_forward), reserved_bytes=int(reserved)
-    )
+    return CudaStepMemory(peak_bytes=int(peak), after_forward_bytes=int(after_forward), reserved_bytes=int(reserved))

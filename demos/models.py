@@ -116,8 +116,9 @@ class Attention(nn.Module):
         k, v = k.transpose(1, 2), v.transpose(1, 2)
         if self.rotary:
             pos = torch.arange(s, device=x.device, dtype=x.dtype)
-            inv = 1.0 / (500000.0 ** (torch.arange(0, self.head_dim, 2, device=x.device,
-                                                   dtype=x.dtype) / self.head_dim))
+            inv = 1.0 / (
+                500000.0 ** (torch.arange(0, self.head_dim, 2, device=x.device, dtype=x.dtype) / self.head_dim)
+            )
             ang = torch.outer(pos, inv).repeat(1, 2)
             q, k = _rotate(q, ang.cos(), ang.sin()), _rotate(k, ang.cos(), ang.sin())
         if self.kv_heads != self.heads:

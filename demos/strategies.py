@@ -69,10 +69,12 @@ def make_forward(
     if strategy == "none":
         return model
     if strategy == "block":
+
         def forward_block(x: torch.Tensor) -> torch.Tensor:
             for layer in layers:
                 x = checkpoint(layer, x, use_reentrant=False)
             return x
+
         return forward_block
     if strategy == "sqrt":
         segments = segments_for(len(layers))
@@ -80,6 +82,7 @@ def make_forward(
         def forward_sqrt(x: torch.Tensor) -> torch.Tensor:
             out: torch.Tensor = checkpoint_sequential(model, segments, x, use_reentrant=False)
             return out
+
         return forward_sqrt
     if strategy == "selective":
         chosen = policy if policy is not None else MatmulSavePolicy()
@@ -89,11 +92,14 @@ def make_forward(
             for layer in layers:
                 x = checkpoint(layer, x, use_reentrant=False, context_fn=context_fn)
             return x
+
         return forward_selective
     if strategy == "offload":
+
         def forward_offload(x: torch.Tensor) -> torch.Tensor:
             with torch.autograd.graph.save_on_cpu(pin_memory=True):
                 return model(x)
+
         return forward_offload
     raise ValueError(f"unknown strategy {strategy!r}")
 

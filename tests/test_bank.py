@@ -41,7 +41,10 @@ def test_the_test_bank_loads() -> None:
 
 
 def test_every_structural_error_is_reported_with_its_line(tmp_path: Path) -> None:
-    problems = lint(tmp_path, "fundamentals.yaml", f"""\
+    problems = lint(
+        tmp_path,
+        "fundamentals.yaml",
+        f"""\
         topic: fundamentals
         extra: 1
         questions:
@@ -69,7 +72,8 @@ def test_every_structural_error_is_reported_with_its_line(tmp_path: Path) -> Non
             explain: Something.
             check: tests/facts/test_nothing.py::test_missing
           - just a string
-        """)
+        """,
+    )
     path = str(tmp_path / "bank" / "fundamentals.yaml")
     expected = [
         (2, "unknown top-level key 'extra'"),
@@ -122,9 +126,11 @@ def test_bank_wide_rules(tmp_path: Path) -> None:
 def test_check_must_name_an_existing_test_function(tmp_path: Path) -> None:
     existing = next((ROOT / "tests" / "facts").glob("test_*.py"), None)
     assert existing is not None
-    text = GOOD.replace("    refs: [\"https://pytorch.org/docs/stable/notes/autograd.html\"]",
-                        "    refs: [\"https://pytorch.org/docs/stable/notes/autograd.html\"]\n"
-                        f"    check: tests/facts/{existing.name}::test_no_such_function")
+    text = GOOD.replace(
+        '    refs: ["https://pytorch.org/docs/stable/notes/autograd.html"]',
+        '    refs: ["https://pytorch.org/docs/stable/notes/autograd.html"]\n'
+        f"    check: tests/facts/{existing.name}::test_no_such_function",
+    )
     problems = lint(tmp_path, "fundamentals.yaml", text)
     assert problems and "which" in problems[0] and "does not define" in problems[0]
 
@@ -169,6 +175,7 @@ def test_questions_list_and_stats() -> None:
 
 # ---------------------------------------------------------------- fuzzing
 
+
 def _mutate(text: str, data: st.DataObject) -> str:
     lines = text.splitlines()
     for _ in range(data.draw(st.integers(1, 4))):
@@ -190,8 +197,25 @@ def _mutate(text: str, data: st.DataObject) -> str:
             lines[i] = lines[i][:pos] + junk + lines[i][pos:]
         elif action == "value":
             key = lines[i].split(":", 1)[0]
-            value = data.draw(st.sampled_from(["", "~", "null", "[]", "{}", "3.5", "yes", "2026-13-45",
-                                               "!!binary AAAA", "*alias", "&a [*a]", "- x", "{a: [b, {c: d}]}"]))
+            value = data.draw(
+                st.sampled_from(
+                    [
+                        "",
+                        "~",
+                        "null",
+                        "[]",
+                        "{}",
+                        "3.5",
+                        "yes",
+                        "2026-13-45",
+                        "!!binary AAAA",
+                        "*alias",
+                        "&a [*a]",
+                        "- x",
+                        "{a: [b, {c: d}]}",
+                    ]
+                )
+            )
             lines[i] = f"{key}: {value}"
         else:
             j = data.draw(st.integers(0, len(lines) - 1))
@@ -222,8 +246,10 @@ yaml_values = st.recursive(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.dictionaries(st.sampled_from(["topic", "questions", "id", "choices", "x"]), yaml_values, max_size=4)
-       | st.text(max_size=200))
+@given(
+    st.dictionaries(st.sampled_from(["topic", "questions", "id", "choices", "x"]), yaml_values, max_size=4)
+    | st.text(max_size=200)
+)
 def test_random_documents_never_raise(document: object) -> None:
     text = document if isinstance(document, str) else yaml.safe_dump(document, allow_unicode=True)
     _assert_clean(text)

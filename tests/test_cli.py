@@ -15,17 +15,28 @@ from tests.conftest import ROOT, TEST_BANK
 
 
 def studybot(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK),
-           "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
-           "STUDYBOT_DEMO_OUT_DIR": str(tmp_path / "charts")}
-    return subprocess.run([sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=300)
+    env = {
+        **os.environ,
+        "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK),
+        "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+        "STUDYBOT_DEMO_OUT_DIR": str(tmp_path / "charts"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
 
 
 def play_a_round(tmp_path: Path) -> None:
     script = "/config paused on\n/daily\na\n/as Bob\nb\n/as Cy\nc\n/close\n"
-    done = studybot(tmp_path, "console", "--community", "club", "--user", "Ann", "--jsonl", "--no-schedule",
-                    stdin=script)
+    done = studybot(
+        tmp_path, "console", "--community", "club", "--user", "Ann", "--jsonl", "--no-schedule", stdin=script
+    )
     assert done.returncode == 0, done.stderr
 
 

@@ -43,8 +43,13 @@ def test_scripted_session_two_users(chat: Console, test_bank: Bank) -> None:
     wrong = "abcde"[(q.answer_index + 1) % len(q.choices)]
 
     ann = only(chat.handle(right.upper() + ")"), "feedback")
-    assert ann.to == "user" and ann.data == {"correct": True, "points": 10, "chosen": right.upper(),
-                                              "answer": right.upper(), "round_id": question.data["round_id"]}
+    assert ann.to == "user" and ann.data == {
+        "correct": True,
+        "points": 10,
+        "chosen": right.upper(),
+        "answer": right.upper(),
+        "round_id": question.data["round_id"],
+    }
     double = only(chat.handle(wrong), "already_answered")
     assert double.data["chosen"] == right.upper() and f"already answered {right.upper()}" in double.text
 
@@ -126,8 +131,9 @@ def test_unicode_names_are_cleaned(chat: Console) -> None:
     assert reply.data["user"].startswith("Eve the great") and len(reply.data["user"]) <= 80
 
 
-def test_a_locked_database_is_reported_and_nothing_is_lost(tmp_path: Path, sqlite_url: str, test_bank: Bank,
-                                                           clock: FakeClock) -> None:
+def test_a_locked_database_is_reported_and_nothing_is_lost(
+    tmp_path: Path, sqlite_url: str, test_bank: Bank, clock: FakeClock
+) -> None:
     db = Database(sqlite_url)
     chat = Console(StudyEngine(db, test_bank, clock=clock), community="club", user="Ann")
     card = only(chat.handle("/daily"), "question")
@@ -156,7 +162,9 @@ def test_a_locked_database_is_reported_and_nothing_is_lost(tmp_path: Path, sqlit
 
 
 @pytest.mark.skipif(os.geteuid() == 0 and not Path("/proc/self/status").exists(), reason="needs /proc")
-def test_a_read_only_database_is_reported_and_nothing_is_lost(tmp_path: Path, test_bank: Bank, clock: FakeClock) -> None:
+def test_a_read_only_database_is_reported_and_nothing_is_lost(
+    tmp_path: Path, test_bank: Bank, clock: FakeClock
+) -> None:
     from bot.store.database import upgrade
 
     url = f"sqlite:///{tmp_path / 'ro.db'}"
@@ -174,13 +182,25 @@ def test_a_read_only_database_is_reported_and_nothing_is_lost(tmp_path: Path, te
     assert sum(reveal.data["counts"].values()) == 1
 
 
-def _cli(args: list[str], tmp_path: Path, stdin: str = "", bank: Path = TEST_BANK,
-         extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "STUDYBOT_QUESTIONS_DIR": str(bank),
-           "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}", **(extra_env or {})}
+def _cli(
+    args: list[str], tmp_path: Path, stdin: str = "", bank: Path = TEST_BANK, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "STUDYBOT_QUESTIONS_DIR": str(bank),
+        "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+        **(extra_env or {}),
+    }
     env.pop("DISCORD_TOKEN", None)
-    return subprocess.run([sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
 
 
 def test_jsonl_console_session_over_stdin(tmp_path: Path) -> None:
@@ -215,10 +235,19 @@ def test_plain_text_when_stdin_is_not_a_terminal(tmp_path: Path) -> None:
 
 
 def test_invalid_utf8_on_stdin_is_survivable(tmp_path: Path) -> None:
-    env = {**os.environ, "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK),
-           "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
-    done = subprocess.run([sys.executable, "-m", "bot", "console", "--jsonl"], input=b"\xff\xfe\n/score\n",
-                          capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    env = {
+        **os.environ,
+        "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK),
+        "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "console", "--jsonl"],
+        input=b"\xff\xfe\n/score\n",
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 0
     assert b'"kind": "score"' in done.stdout
 
@@ -231,9 +260,11 @@ def test_run_without_tokens_names_the_variables_and_starts_the_console(tmp_path:
 
 
 def test_bot_process_never_imports_torch() -> None:
-    code = ("import sys, bot.cli, bot.platforms.console, bot.core.engine, bot.jobs; "
-            "bad = [m for m in ('torch', 'discord', 'slack_bolt', 'apscheduler') if m in sys.modules]; "
-            "print(bad)")
+    code = (
+        "import sys, bot.cli, bot.platforms.console, bot.core.engine, bot.jobs; "
+        "bad = [m for m in ('torch', 'discord', 'slack_bolt', 'apscheduler') if m in sys.modules]; "
+        "print(bad)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.stdout.strip() == "[]"
 

@@ -71,7 +71,9 @@ def test_local_day_follows_the_community_time_zone(engine: StudyEngine, clock: F
     assert open_round(engine).round_id != first.round_id
 
 
-def test_questions_are_not_repeated_until_all_were_asked(engine: StudyEngine, clock: FakeClock, test_bank: Bank) -> None:
+def test_questions_are_not_repeated_until_all_were_asked(
+    engine: StudyEngine, clock: FakeClock, test_bank: Bank
+) -> None:
     asked = []
     for _ in range(len(test_bank)):
         asked.append(open_round(engine).question_id)
@@ -210,7 +212,9 @@ def test_practice_question_belongs_to_its_user(engine: StudyEngine) -> None:
         engine.answer(user("Bob"), card.round_id, 0)
 
 
-def test_leaderboard_ties_share_a_rank_then_sort_by_name(engine: StudyEngine, clock: FakeClock, test_bank: Bank) -> None:
+def test_leaderboard_ties_share_a_rank_then_sort_by_name(
+    engine: StudyEngine, clock: FakeClock, test_bank: Bank
+) -> None:
     card = open_round(engine)
     for name in ["dora", "Bob", "Ann"]:
         engine.answer(user(name), card.round_id, right(test_bank, card))
@@ -221,7 +225,11 @@ def test_leaderboard_ties_share_a_rank_then_sort_by_name(engine: StudyEngine, cl
     engine.answer(user("Ann"), card.round_id, right(test_bank, card))
     board = engine.leaderboard(COMMUNITY)
     assert [(r.rank, r.user, r.points) for r in board.rows] == [
-        (1, "Ann", 21), (2, "Bob", 10), (2, "dora", 10), (2, "Eve", 10)]
+        (1, "Ann", 21),
+        (2, "Bob", 10),
+        (2, "dora", 10),
+        (2, "Eve", 10),
+    ]
     assert board.scope == "2026-W48"
 
 
@@ -253,7 +261,9 @@ def test_score_reports_week_rank_accuracy_and_reviews(engine: StudyEngine, clock
     assert (ann_score.week_points, ann_score.week_rank, ann_score.streak) == (10, 1, 1)
 
 
-def test_missed_questions_come_back_on_a_spaced_schedule(engine: StudyEngine, clock: FakeClock, test_bank: Bank) -> None:
+def test_missed_questions_come_back_on_a_spaced_schedule(
+    engine: StudyEngine, clock: FakeClock, test_bank: Bank
+) -> None:
     bob = user("Bob")
     card = open_round(engine)
     engine.answer(bob, card.round_id, wrong(test_bank, card))
@@ -316,7 +326,9 @@ def test_concurrent_answers_are_all_stored_once(engine: StudyEngine, test_bank: 
     assert isinstance(reveal, RevealCard) and reveal.answered == 40
 
 
-def test_two_processes_open_the_daily_round_once(database: object, test_bank: Bank, clock: FakeClock, db_url: str) -> None:
+def test_two_processes_open_the_daily_round_once(
+    database: object, test_bank: Bank, clock: FakeClock, db_url: str
+) -> None:
     from bot.store.database import Database
 
     engines = [StudyEngine(Database(db_url), test_bank, clock=clock) for _ in range(4)]

@@ -52,8 +52,14 @@ class Wall:
         return [(at, card) for at, _, card in self.posts if isinstance(card, LeaderboardCard)]
 
 
-def setup_community(engine: StudyEngine, name: str, tz: str, daily_time: str = "09:00",
-                    channel: str | None = "study", window_hours: int = 12) -> CommunityRef:
+def setup_community(
+    engine: StudyEngine,
+    name: str,
+    tz: str,
+    daily_time: str = "09:00",
+    channel: str | None = "study",
+    window_hours: int = 12,
+) -> CommunityRef:
     ref = CommunityRef("console", name)
     engine.config(ref, "timezone", tz)
     engine.config(ref, "daily_time", daily_time)
@@ -104,27 +110,56 @@ def scheduler(engine: StudyEngine, wall: Wall, clock: FakeClock) -> StudySchedul
     ("tz", "daily_time", "start", "expected_utc", "monday_utc", "week"),
     [
         # Europe/Berlin, October: clocks go back on Sun 25 Oct; 09:00 stays 09:00 local.
-        ("Europe/Berlin", "09:00", utc(2026, 10, 22, 0, 0),
-         [utc(2026, 10, d, 7) for d in (22, 23, 24)] + [utc(2026, 10, d, 8) for d in (25, 26, 27, 28)],
-         utc(2026, 10, 26, 8), "2026-W43"),
+        (
+            "Europe/Berlin",
+            "09:00",
+            utc(2026, 10, 22, 0, 0),
+            [utc(2026, 10, d, 7) for d in (22, 23, 24)] + [utc(2026, 10, d, 8) for d in (25, 26, 27, 28)],
+            utc(2026, 10, 26, 8),
+            "2026-W43",
+        ),
         # 02:30 occurs twice on 25 Oct: posted once, at the first.
-        ("Europe/Berlin", "02:30", utc(2026, 10, 22, 0, 0),
-         [utc(2026, 10, d, 0, 30) for d in (22, 23, 24, 25)] + [utc(2026, 10, d, 1, 30) for d in (26, 27, 28)],
-         utc(2026, 10, 26, 1, 30), "2026-W43"),
+        (
+            "Europe/Berlin",
+            "02:30",
+            utc(2026, 10, 22, 0, 0),
+            [utc(2026, 10, d, 0, 30) for d in (22, 23, 24, 25)] + [utc(2026, 10, d, 1, 30) for d in (26, 27, 28)],
+            utc(2026, 10, 26, 1, 30),
+            "2026-W43",
+        ),
         # America/New_York, March: clocks go forward on Sun 8 Mar.
-        ("America/New_York", "09:00", utc(2026, 3, 5, 5, 0),
-         [utc(2026, 3, d, 14) for d in (5, 6, 7)] + [utc(2026, 3, d, 13) for d in (8, 9, 10, 11)],
-         utc(2026, 3, 9, 13), "2026-W10"),
+        (
+            "America/New_York",
+            "09:00",
+            utc(2026, 3, 5, 5, 0),
+            [utc(2026, 3, d, 14) for d in (5, 6, 7)] + [utc(2026, 3, d, 13) for d in (8, 9, 10, 11)],
+            utc(2026, 3, 9, 13),
+            "2026-W10",
+        ),
         # 02:30 does not exist on 8 Mar: posted at the next valid minute, 03:00 EDT.
-        ("America/New_York", "02:30", utc(2026, 3, 5, 5, 0),
-         [utc(2026, 3, d, 7, 30) for d in (5, 6, 7)] + [utc(2026, 3, 8, 7, 0)]
-         + [utc(2026, 3, d, 6, 30) for d in (9, 10, 11)],
-         utc(2026, 3, 9, 6, 30), "2026-W10"),
+        (
+            "America/New_York",
+            "02:30",
+            utc(2026, 3, 5, 5, 0),
+            [utc(2026, 3, d, 7, 30) for d in (5, 6, 7)]
+            + [utc(2026, 3, 8, 7, 0)]
+            + [utc(2026, 3, d, 6, 30) for d in (9, 10, 11)],
+            utc(2026, 3, 9, 6, 30),
+            "2026-W10",
+        ),
     ],
 )
 def test_a_week_of_days_across_dst(
-    engine: StudyEngine, scheduler: StudyScheduler, wall: Wall, clock: FakeClock, tz: str, daily_time: str,
-    start: datetime, expected_utc: list[datetime], monday_utc: datetime, week: str,
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
+    tz: str,
+    daily_time: str,
+    start: datetime,
+    expected_utc: list[datetime],
+    monday_utc: datetime,
+    week: str,
 ) -> None:
     clock.set(start)
     ref = setup_community(engine, "club", tz, daily_time)
@@ -169,7 +204,12 @@ def test_a_week_of_days_across_dst(
     ],
 )
 def test_restart_before_during_and_after_the_daily_time(
-    engine: StudyEngine, test_bank: Bank, clock: FakeClock, restart: datetime, late: bool, posted_at_restart: bool,
+    engine: StudyEngine,
+    test_bank: Bank,
+    clock: FakeClock,
+    restart: datetime,
+    late: bool,
+    posted_at_restart: bool,
 ) -> None:
     clock.set(utc(2026, 11, 23, 6, 0))  # Monday, 07:00 in Berlin
     setup_community(engine, "club", "Europe/Berlin")
@@ -297,7 +337,10 @@ def test_two_schedulers_ticking_at_the_same_instant(sqlite_url: str, test_bank: 
 
 
 def test_pausing_stops_rounds_and_boards_and_resuming_brings_them_back(
-    engine: StudyEngine, scheduler: StudyScheduler, wall: Wall, clock: FakeClock,
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
 ) -> None:
     clock.set(utc(2026, 11, 17, 6, 0))  # Tuesday
     ref = setup_community(engine, "club", "Europe/Berlin")
@@ -319,7 +362,10 @@ def test_pausing_stops_rounds_and_boards_and_resuming_brings_them_back(
 
 
 def test_resuming_after_the_daily_time_posts_today_late_only(
-    engine: StudyEngine, scheduler: StudyScheduler, wall: Wall, clock: FakeClock,
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
 ) -> None:
     clock.set(utc(2026, 11, 17, 6, 0))
     ref = setup_community(engine, "club", "Europe/Berlin")
@@ -333,7 +379,10 @@ def test_resuming_after_the_daily_time_posts_today_late_only(
 
 
 def test_a_community_without_a_channel_gets_no_round(
-    engine: StudyEngine, scheduler: StudyScheduler, wall: Wall, clock: FakeClock,
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
 ) -> None:
     clock.set(utc(2026, 11, 24, 6, 0))
     ref = setup_community(engine, "club", "UTC", channel=None)
@@ -352,16 +401,30 @@ def test_a_community_without_a_channel_gets_no_round(
     ("first_tz", "second_tz", "change_at", "expected_utc"),
     [
         # Berlin 09:00 (08:00 UTC) Mon-Wed, then New York 09:00 (14:00 UTC) from Thursday.
-        ("Europe/Berlin", "America/New_York", utc(2026, 11, 25, 12, 0),
-         [utc(2026, 11, d, 8) for d in (23, 24, 25)] + [utc(2026, 11, d, 14) for d in (26, 27, 28, 29)]),
+        (
+            "Europe/Berlin",
+            "America/New_York",
+            utc(2026, 11, 25, 12, 0),
+            [utc(2026, 11, d, 8) for d in (23, 24, 25)] + [utc(2026, 11, d, 14) for d in (26, 27, 28, 29)],
+        ),
         # New York Mon-Wed, then Tokyo: Thursday 09:00 JST (Thu 00:00 UTC) is after the change.
-        ("America/New_York", "Asia/Tokyo", utc(2026, 11, 25, 16, 0),
-         [utc(2026, 11, d, 14) for d in (23, 24, 25)] + [utc(2026, 11, d, 0) for d in (26, 27, 28, 29)]),
+        (
+            "America/New_York",
+            "Asia/Tokyo",
+            utc(2026, 11, 25, 16, 0),
+            [utc(2026, 11, d, 14) for d in (23, 24, 25)] + [utc(2026, 11, d, 0) for d in (26, 27, 28, 29)],
+        ),
     ],
 )
 def test_changing_the_time_zone_mid_week(
-    engine: StudyEngine, scheduler: StudyScheduler, wall: Wall, clock: FakeClock,
-    first_tz: str, second_tz: str, change_at: datetime, expected_utc: list[datetime],
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
+    first_tz: str,
+    second_tz: str,
+    change_at: datetime,
+    expected_utc: list[datetime],
 ) -> None:
     clock.set(utc(2026, 11, 23, 0, 0))
     ref = setup_community(engine, "club", first_tz)
@@ -376,7 +439,10 @@ def test_changing_the_time_zone_mid_week(
 
 
 def test_changing_the_daily_time_to_later_today_posts_at_the_new_time(
-    engine: StudyEngine, scheduler: StudyScheduler, wall: Wall, clock: FakeClock,
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
 ) -> None:
     clock.set(utc(2026, 11, 24, 7, 0))
     ref = setup_community(engine, "club", "UTC")
@@ -390,7 +456,10 @@ def test_changing_the_daily_time_to_later_today_posts_at_the_new_time(
 
 
 def test_apscheduler_jobs_are_armed_at_the_planned_moments_and_rebuilt(
-    engine: StudyEngine, scheduler: StudyScheduler, wall: Wall, clock: FakeClock,
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
 ) -> None:
     clock.set(utc(2026, 11, 24, 6, 0))  # Tuesday
     ref = setup_community(engine, "club", "Europe/Berlin")
@@ -421,7 +490,10 @@ def test_apscheduler_jobs_are_armed_at_the_planned_moments_and_rebuilt(
 
 
 def test_refresh_notices_changes_made_by_another_process(
-    engine: StudyEngine, scheduler: StudyScheduler, wall: Wall, clock: FakeClock,
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
 ) -> None:
     clock.set(utc(2026, 11, 24, 6, 0))
     ref = setup_community(engine, "club", "UTC")
@@ -440,8 +512,9 @@ def test_refresh_notices_changes_made_by_another_process(
         scheduler.shutdown()
 
 
-def test_run_by_hand_is_idempotent(engine: StudyEngine, scheduler: StudyScheduler, wall: Wall,
-                                   clock: FakeClock) -> None:
+def test_run_by_hand_is_idempotent(
+    engine: StudyEngine, scheduler: StudyScheduler, wall: Wall, clock: FakeClock
+) -> None:
     clock.set(utc(2026, 11, 25, 6, 0))  # Wednesday, before the daily time
     ref = setup_community(engine, "club", "Europe/Berlin")
     assert isinstance(scheduler.run_job("daily", ref)[0], QuestionCard)
@@ -468,7 +541,9 @@ def test_a_scheduler_serves_only_its_platform_and_community(engine: StudyEngine,
 
 
 def test_a_failing_post_is_logged_and_not_repeated(
-    engine: StudyEngine, clock: FakeClock, caplog: pytest.LogCaptureFixture,
+    engine: StudyEngine,
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock.set(utc(2026, 11, 24, 9, 0))
     setup_community(engine, "club", "UTC")
@@ -486,7 +561,11 @@ def test_a_failing_post_is_logged_and_not_repeated(
 
 
 def test_a_job_that_failed_is_retried_by_the_refresh(
-    engine: StudyEngine, scheduler: StudyScheduler, wall: Wall, clock: FakeClock, monkeypatch: pytest.MonkeyPatch,
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock.set(utc(2026, 11, 24, 9, 0))
     setup_community(engine, "club", "UTC")

@@ -23,7 +23,9 @@ def test_console_posts_the_daily_round_on_its_own_and_follows_config(engine: Stu
     chat = Console(engine, community="club", user="Ann")
     out = io.StringIO()
     script = io.StringIO("/score\n/config paused off\n/daily\n/quit\n")
-    assert run_console(chat, stdin=script, stdout=out, jsonl=True, background=console_background(chat, paused=True)) == 0
+    assert (
+        run_console(chat, stdin=script, stdout=out, jsonl=True, background=console_background(chat, paused=True)) == 0
+    )
     messages = [json.loads(line) for line in out.getvalue().splitlines()]
     kinds = [m["kind"] for m in messages]
     # Paused at start: nothing; resuming posts today's round (late) through the same emit.
@@ -48,8 +50,11 @@ def test_console_catches_up_before_the_first_prompt(engine: StudyEngine, clock: 
 def test_schedule_commands(tmp_path: Path) -> None:
     done = _cli(["schedule", "show"], tmp_path)
     assert done.returncode == 0 and "No communities yet" in done.stdout
-    done = _cli(["console", "--no-schedule", "--community", "club"], tmp_path,
-                "/config channel console\n/config timezone Europe/Berlin\n/quit\n")
+    done = _cli(
+        ["console", "--no-schedule", "--community", "club"],
+        tmp_path,
+        "/config channel console\n/config timezone Europe/Berlin\n/quit\n",
+    )
     assert done.returncode == 0, done.stderr
 
     done = _cli(["schedule", "show"], tmp_path)

@@ -52,18 +52,35 @@ def test_bad_daily_time_is_refused() -> None:
     ("tz", "wall", "start", "expected"),
     [
         # Berlin, autumn: 09:00 local is 07:00 UTC until Sat 24 Oct, 08:00 from Sun 25 Oct.
-        ("Europe/Berlin", "09:00", utc(2026, 10, 22, 0, 0),
-         [utc(2026, 10, d, 7) for d in (22, 23, 24)] + [utc(2026, 10, d, 8) for d in (25, 26, 27, 28)]),
+        (
+            "Europe/Berlin",
+            "09:00",
+            utc(2026, 10, 22, 0, 0),
+            [utc(2026, 10, d, 7) for d in (22, 23, 24)] + [utc(2026, 10, d, 8) for d in (25, 26, 27, 28)],
+        ),
         # Berlin, 02:30 exists twice on 25 Oct: once, at the first (CEST) occurrence.
-        ("Europe/Berlin", "02:30", utc(2026, 10, 22, 0, 0),
-         [utc(2026, 10, d, 0, 30) for d in (22, 23, 24, 25)] + [utc(2026, 10, d, 1, 30) for d in (26, 27, 28)]),
+        (
+            "Europe/Berlin",
+            "02:30",
+            utc(2026, 10, 22, 0, 0),
+            [utc(2026, 10, d, 0, 30) for d in (22, 23, 24, 25)] + [utc(2026, 10, d, 1, 30) for d in (26, 27, 28)],
+        ),
         # New York, spring: 09:00 local is 14:00 UTC until Sat 7 Mar, 13:00 from Sun 8 Mar.
-        ("America/New_York", "09:00", utc(2026, 3, 5, 0, 0),
-         [utc(2026, 3, d, 14) for d in (5, 6, 7)] + [utc(2026, 3, d, 13) for d in (8, 9, 10, 11)]),
+        (
+            "America/New_York",
+            "09:00",
+            utc(2026, 3, 5, 0, 0),
+            [utc(2026, 3, d, 14) for d in (5, 6, 7)] + [utc(2026, 3, d, 13) for d in (8, 9, 10, 11)],
+        ),
         # New York, 02:30 does not exist on 8 Mar: 03:00 EDT instead (07:00 UTC).
-        ("America/New_York", "02:30", utc(2026, 3, 5, 0, 0),
-         [utc(2026, 3, d, 7, 30) for d in (5, 6, 7)] + [utc(2026, 3, 8, 7, 0)]
-         + [utc(2026, 3, d, 6, 30) for d in (9, 10, 11)]),
+        (
+            "America/New_York",
+            "02:30",
+            utc(2026, 3, 5, 0, 0),
+            [utc(2026, 3, d, 7, 30) for d in (5, 6, 7)]
+            + [utc(2026, 3, 8, 7, 0)]
+            + [utc(2026, 3, d, 6, 30) for d in (9, 10, 11)],
+        ),
     ],
 )
 def test_next_daily_walks_a_week_across_dst(tz: str, wall: str, start: datetime, expected: list[datetime]) -> None:
@@ -114,8 +131,16 @@ def test_weekly_due_only_on_monday_for_last_week() -> None:
     assert late is not None and late.late and late.week == "2026-W47"
 
 
-ZONES = ["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Santiago", "Asia/Kolkata",
-         "Pacific/Chatham", "Europe/London", "America/St_Johns"]
+ZONES = [
+    "Europe/Berlin",
+    "America/New_York",
+    "Australia/Lord_Howe",
+    "America/Santiago",
+    "Asia/Kolkata",
+    "Pacific/Chatham",
+    "Europe/London",
+    "America/St_Johns",
+]
 
 
 @settings(max_examples=300, deadline=None)

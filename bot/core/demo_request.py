@@ -50,8 +50,10 @@ def parse_demo(text: str) -> DemoRequest:
             if unknown:
                 raise InvalidInput(f"Unknown strategy '{unknown[0][:20]}'; choose from {', '.join(STRATEGIES)}.")
         else:
-            known = sorted([*INT_BOUNDS[name], *FLOAT_BOUNDS.get(name, {}), *CHOICES[name]]
-                           + (["strategies"] if name == "checkpoint" else []))
+            known = sorted(
+                [*INT_BOUNDS[name], *FLOAT_BOUNDS.get(name, {}), *CHOICES[name]]
+                + (["strategies"] if name == "checkpoint" else [])
+            )
             raise InvalidInput(f"Unknown demo setting '{key[:30]}'; use {', '.join(known)}.")
         args += [f"--{key}", value]
     return DemoRequest(module=f"demos.{name}", args=tuple(args))

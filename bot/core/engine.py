@@ -179,8 +179,12 @@ class StudyEngine:
         return int(
             conn.execute(
                 statements.member_upsert(conn.dialect.name),
-                {"community_id": community_id, "user_id": user.user_id,
-                 "display_name": clean_name(user.display_name), "created_at": self.now()},
+                {
+                    "community_id": community_id,
+                    "user_id": user.user_id,
+                    "display_name": clean_name(user.display_name),
+                    "created_at": self.now(),
+                },
             ).scalar_one()
         )
 
@@ -285,8 +289,12 @@ class StudyEngine:
         with self.db.read() as conn:
             found = conn.execute(
                 statements.answer_lookup(),
-                {"round_id": round_id, "user_id": user.user_id, "platform": user.platform,
-                 "community": user.community_id},
+                {
+                    "round_id": round_id,
+                    "user_id": user.user_id,
+                    "platform": user.platform,
+                    "community": user.community_id,
+                },
             ).first()
         if found is None:
             raise NotFound(f"There is no question #{round_id} in this community.")
@@ -326,12 +334,16 @@ class StudyEngine:
             ).scalar()
             if inserted is None:  # a concurrent duplicate (double click, Slack retry)
                 chosen = conn.execute(
-                    select(col(Answer.choice)).where(col(Answer.round_id) == round_id, col(Answer.member_id) == member_id)
+                    select(col(Answer.choice)).where(
+                        col(Answer.round_id) == round_id, col(Answer.member_id) == member_id
+                    )
                 ).scalar_one()
                 return AlreadyAnswered(round_id=round_id, chosen=letter(chosen))
             if points:
                 conn.execute(
-                    update(Member).where(col(Member.id) == member_id).values(points_total=col(Member.points_total) + points)
+                    update(Member)
+                    .where(col(Member.id) == member_id)
+                    .values(points_total=col(Member.points_total) + points)
                 )
             self._schedule_review(conn, row, member_id, question.id, correct, now)
         picked = question.choices[choice]
@@ -368,7 +380,9 @@ class StudyEngine:
             conn.execute(update(Round).where(col(Round.id) == row.id).values(closed_at=now))
         if row.kind == "review":
             state = conn.execute(
-                select(col(Review.state)).where(col(Review.member_id) == member_id, col(Review.question_id) == question_id)
+                select(col(Review.state)).where(
+                    col(Review.member_id) == member_id, col(Review.question_id) == question_id
+                )
             ).scalar()
             if state is not None:
                 state, due = spaced.after_review(state, correct, now)
@@ -386,7 +400,9 @@ class StudyEngine:
                 )
             )
 
-    def answer_text(self, user: UserRef, channel: ChannelRef, text: str) -> AnswerFeedback | AlreadyAnswered | RoundClosed | Notice | None:
+    def answer_text(
+        self, user: UserRef, channel: ChannelRef, text: str
+    ) -> AnswerFeedback | AlreadyAnswered | RoundClosed | Notice | None:
         """A text reply: answers the user's pending practice question, else the channel's open
         daily round. Returns None when the text is not an answer (it is then ignored)."""
         if len(text) > MAX_TEXT:
@@ -401,7 +417,11 @@ class StudyEngine:
                 if member_id is not None:
                     pending = conn.execute(
                         select(col(Round.id), col(Round.question_id))
-                        .where(col(Round.member_id) == member_id, col(Round.closed_at).is_(None), col(Round.kind) != "daily")
+                        .where(
+                            col(Round.member_id) == member_id,
+                            col(Round.closed_at).is_(None),
+                            col(Round.kind) != "daily",
+                        )
                         .order_by(col(Round.id).desc())
                         .limit(1)
                     ).first()
@@ -442,7 +462,9 @@ class StudyEngine:
                 .values(closed_at=now)
             ).rowcount
             if not closed:
-                exists = conn.execute(select(col(Round.id)).where(col(Round.id) == round_id, col(Round.kind) == "daily")).scalar()
+                exists = conn.execute(
+                    select(col(Round.id)).where(col(Round.id) == round_id, col(Round.kind) == "daily")
+                ).scalar()
                 if exists is None:
                     raise NotFound(f"There is no daily round #{round_id}.")
                 return Notice(f"Round #{round_id} was already closed and revealed.")
@@ -510,7 +532,9 @@ class StudyEngine:
         question = self._question(row.question_id)
         counts = dict(
             conn.execute(
-                select(col(Answer.choice), func.count()).where(col(Answer.round_id) == round_id).group_by(col(Answer.choice))
+                select(col(Answer.choice), func.count())
+                .where(col(Answer.round_id) == round_id)
+                .group_by(col(Answer.choice))
             ).all()
         )
         answer_index = question.answer_index
@@ -568,7 +592,9 @@ class StudyEngine:
             community = self._community(conn, user)
             member_id = self._member(conn, community.id, user)
             rows = conn.execute(
-                select(col(Review.question_id), col(Review.due)).where(col(Review.member_id) == member_id).order_by(col(Review.due))
+                select(col(Review.question_id), col(Review.due))
+                .where(col(Review.member_id) == member_id)
+                .order_by(col(Review.due))
             ).all()
             for question_id, due in rows:
                 question = self.bank.get(question_id)
@@ -635,7 +661,9 @@ class StudyEngine:
             board = self._board(conn, community.id, week)
             streak, best = self._streaks(conn, community.id, member_id, now)
             due = conn.execute(
-                select(func.count()).select_from(Review).where(col(Review.member_id) == member_id, col(Review.due) <= now)
+                select(func.count())
+                .select_from(Review)
+                .where(col(Review.member_id) == member_id, col(Review.due) <= now)
             ).scalar_one()
         name = clean_name(user.display_name)
         mine = next((row for key, row in board if key == member_id), None)
@@ -688,7 +716,9 @@ class StudyEngine:
                 .group_by(col(Answer.member_id), col(Member.display_name))
                 .having(func.sum(col(Answer.points)) > 0)
             )
-        return scoring.rank_rows([(name, int(points), cast(int, mid)) for name, points, mid in conn.execute(query).all()])
+        return scoring.rank_rows(
+            [(name, int(points), cast(int, mid)) for name, points, mid in conn.execute(query).all()]
+        )
 
     def leaderboard(self, community: CommunityRef, week: str | None = None, all_time: bool = False) -> LeaderboardCard:
         """The weekly (ISO week in the community's zone; default this week) or all-time board."""

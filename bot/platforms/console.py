@@ -90,8 +90,13 @@ def render(card: object) -> list[Message]:
                 f"{label} #{card.round_id} [{card.topic}, level {card.difficulty}]{late}\n{card.prompt}\n"
                 f"{_choices_text(card.choices)}\nReply with a letter or the choice's text."
             )
-            data = {"round_id": card.round_id, "question_id": card.question_id, "choices": list(card.choices),
-                    "round_kind": card.kind, "late": card.late}
+            data = {
+                "round_id": card.round_id,
+                "question_id": card.question_id,
+                "choices": list(card.choices),
+                "round_kind": card.kind,
+                "late": card.late,
+            }
             messages = [Message("channel" if card.kind == "daily" else "user", "question", text, data)]
             if card.admin_note:
                 messages.append(Message("user", "admin", card.admin_note, {}))
@@ -103,17 +108,38 @@ def render(card: object) -> list[Message]:
             lines = [f"{head}{points}{bonus}", f"You chose {card.chosen}) {card.chosen_text}: {card.why}"]
             if card.trap:
                 lines.append(f"Common trap: {card.trap}")
-            return [Message("user", "feedback", "\n".join(lines), {
-                "correct": card.correct, "points": card.points, "chosen": card.chosen,
-                "answer": card.answer, "round_id": card.round_id})]
+            return [
+                Message(
+                    "user",
+                    "feedback",
+                    "\n".join(lines),
+                    {
+                        "correct": card.correct,
+                        "points": card.points,
+                        "chosen": card.chosen,
+                        "answer": card.answer,
+                        "round_id": card.round_id,
+                    },
+                )
+            ]
         case AlreadyAnswered():
-            return [Message("user", "already_answered",
-                            f"You already answered {card.chosen}; your first answer is the one that counts.",
-                            {"chosen": card.chosen, "round_id": card.round_id})]
+            return [
+                Message(
+                    "user",
+                    "already_answered",
+                    f"You already answered {card.chosen}; your first answer is the one that counts.",
+                    {"chosen": card.chosen, "round_id": card.round_id},
+                )
+            ]
         case RoundClosed():
-            return [Message("user", "closed",
-                            f"Round #{card.round_id} is closed, so this answer was not scored. "
-                            f"The answer was {card.answer}.", {"answer": card.answer, "round_id": card.round_id})]
+            return [
+                Message(
+                    "user",
+                    "closed",
+                    f"Round #{card.round_id} is closed, so this answer was not scored. The answer was {card.answer}.",
+                    {"answer": card.answer, "round_id": card.round_id},
+                )
+            ]
         case RevealCard():
             lines = [f"Answer to #{card.round_id}: {card.answer}) {card.answer_text}", card.prompt]
             for c in card.choices:
@@ -125,41 +151,89 @@ def render(card: object) -> list[Message]:
                 lines.append(f"Common trap: {card.trap}")
             lines.append("Read more: " + "; ".join(card.refs))
             counts = {c.letter: c.count for c in card.choices}
-            return [Message("channel", "reveal", "\n".join(lines),
-                            {"answer": card.answer, "counts": counts, "round_id": card.round_id})]
+            return [
+                Message(
+                    "channel",
+                    "reveal",
+                    "\n".join(lines),
+                    {"answer": card.answer, "counts": counts, "round_id": card.round_id},
+                )
+            ]
         case AlreadyOpen():
-            return [Message("user", "notice",
-                            f"Today's round (#{card.round_id}, {card.local_date}) is already open here.",
-                            {"round_id": card.round_id})]
+            return [
+                Message(
+                    "user",
+                    "notice",
+                    f"Today's round (#{card.round_id}, {card.local_date}) is already open here.",
+                    {"round_id": card.round_id},
+                )
+            ]
         case ScoreCard():
+
             def pct(line: Any) -> str:
                 return f"{line.correct}/{line.answered} ({line.accuracy:.0%})" if line.answered else "none yet"
+
             rank = f"rank {card.week_rank}" if card.week_rank else "unranked"
             text = (
                 f"{card.user}: {card.week_points} points in {card.week} ({rank}), {card.total_points} all time.\n"
                 f"Daily accuracy {pct(card.daily)}; practice {pct(card.practice)}.\n"
                 f"Streak {card.streak} (best {card.best_streak}). Reviews due: {card.reviews_due}."
             )
-            return [Message("user", "score", text, {
-                "week_points": card.week_points, "total_points": card.total_points, "week_rank": card.week_rank,
-                "streak": card.streak, "best_streak": card.best_streak, "reviews_due": card.reviews_due,
-                "daily_answered": card.daily.answered, "daily_correct": card.daily.correct,
-                "practice_answered": card.practice.answered, "practice_correct": card.practice.correct})]
+            return [
+                Message(
+                    "user",
+                    "score",
+                    text,
+                    {
+                        "week_points": card.week_points,
+                        "total_points": card.total_points,
+                        "week_rank": card.week_rank,
+                        "streak": card.streak,
+                        "best_streak": card.best_streak,
+                        "reviews_due": card.reviews_due,
+                        "daily_answered": card.daily.answered,
+                        "daily_correct": card.daily.correct,
+                        "practice_answered": card.practice.answered,
+                        "practice_correct": card.practice.correct,
+                    },
+                )
+            ]
         case LeaderboardCard():
             title = "All-time leaderboard" if card.scope == "all" else f"Leaderboard for {card.scope}"
             body = "\n".join(f"  {r.rank}. {r.user}: {r.points}" for r in card.rows) or "  No points yet."
-            return [Message("channel", "leaderboard", f"{title}\n{body}", {
-                "scope": card.scope, "rows": [{"rank": r.rank, "user": r.user, "points": r.points} for r in card.rows]})]
+            return [
+                Message(
+                    "channel",
+                    "leaderboard",
+                    f"{title}\n{body}",
+                    {
+                        "scope": card.scope,
+                        "rows": [{"rank": r.rank, "user": r.user, "points": r.points} for r in card.rows],
+                    },
+                )
+            ]
         case NothingDue():
             when = f" The next one is due {card.next_due:%Y-%m-%d %H:%M} UTC." if card.next_due else ""
             return [Message("user", "notice", f"No reviews are due.{when}", {"next_due": card.next_due})]
         case ConfirmForget():
-            return [Message("user", "confirm",
-                            f"This deletes everything stored about {card.user} here ({_count(card.answers, 'answer')}). "
-                            "Type /forget-me confirm to go ahead.", {"answers": card.answers})]
+            return [
+                Message(
+                    "user",
+                    "confirm",
+                    f"This deletes everything stored about {card.user} here ({_count(card.answers, 'answer')}). "
+                    "Type /forget-me confirm to go ahead.",
+                    {"answers": card.answers},
+                )
+            ]
         case Forgotten():
-            return [Message("user", "notice", f"Done: {_count(card.answers_deleted, 'answer')} and your reviews are deleted.",
-                            {"answers_deleted": card.answers_deleted})]
+            return [
+                Message(
+                    "user",
+                    "notice",
+                    f"Done: {_count(card.answers_deleted, 'answer')} and your reviews are deleted.",
+                    {"answers_deleted": card.answers_deleted},
+                )
+            ]
         case ConfigCard():
             settings = "\n".join(f"  {k}: {v}" for k, v in card.settings)
             head = f"Set {card.changed}." if card.changed else f"Settings of {card.community}:"
@@ -167,8 +241,14 @@ def render(card: object) -> list[Message]:
         case Notice():
             return [Message("user", "notice", card.text, {})]
         case DemoResult():
-            return [Message("channel", "demo", demo_text(card), {"result": card.result,
-                                                                 "chart": str(card.chart) if card.chart else None})]
+            return [
+                Message(
+                    "channel",
+                    "demo",
+                    demo_text(card),
+                    {"result": card.result, "chart": str(card.chart) if card.chart else None},
+                )
+            ]
     raise TypeError(f"no console rendering for {type(card).__name__}")
 
 
@@ -176,8 +256,10 @@ def demo_text(result: DemoResult) -> str:
     """A plain table of a demo's JSON result."""
     data = result.result
     if result.module == "demos.checkpoint" and "results" in data:
-        lines = [f"Checkpoint demo on {data.get('device', '?')} (torch {data.get('torch', data.get('torch_version', '?'))}):",
-                 f"  {'strategy':<10} {'peak MiB':>9} {'check MiB':>9} {'saved MiB':>9} {'step ms':>8}  grads"]
+        lines = [
+            f"Checkpoint demo on {data.get('device', '?')} (torch {data.get('torch', '?')}):",
+            f"  {'strategy':<10} {'peak MiB':>9} {'check MiB':>9} {'saved MiB':>9} {'step ms':>8}  grads",
+        ]
         for row in data["results"]:
             lines.append(
                 f"  {row['strategy']:<10} {row['peak_bytes'] / 2**20:>9.2f} {row['peak_check_bytes'] / 2**20:>9.2f} "
@@ -192,9 +274,11 @@ def demo_text(result: DemoResult) -> str:
         return "\n".join(lines)
     if result.module == "demos.estimate" and "without" in data:
         parts = ("parameters", "gradients", "optimizer_state", "activations", "temporaries", "total")
-        lines = [f"Estimated peak of one training step: {data.get('preset')} batch {data.get('batch')} x "
-                 f"{data.get('seq')} tokens, {data.get('dtype')} (fake tensors, nothing allocated):",
-                 f"  {'':<16}{'without GiB':>12}{'with GiB':>10}"]
+        lines = [
+            f"Estimated peak of one training step: {data.get('preset')} batch {data.get('batch')} x "
+            f"{data.get('seq')} tokens, {data.get('dtype')} (fake tensors, nothing allocated):",
+            f"  {'':<16}{'without GiB':>12}{'with GiB':>10}",
+        ]
         for part in parts:
             without = data["without"].get(f"{part}_bytes", 0) / 2**30
             with_ckpt = data["with_checkpointing"].get(f"{part}_bytes", 0) / 2**30
@@ -231,8 +315,14 @@ class Console:
     def handle(self, line: str) -> list[Message]:
         """One line in, the messages the bot sends out. Never raises for bad input."""
         if len(line) > MAX_TEXT:
-            return [Message("user", "error", f"That line is {len(line):,} characters long; the limit is {MAX_TEXT:,}.",
-                            {"message": "too long"})]
+            return [
+                Message(
+                    "user",
+                    "error",
+                    f"That line is {len(line):,} characters long; the limit is {MAX_TEXT:,}.",
+                    {"message": "too long"},
+                )
+            ]
         text = line.strip()
         if not text:
             return []
@@ -250,9 +340,15 @@ class Console:
         if not text.startswith("/"):
             card = self.engine.answer_text(self.user, self.channel, text)
             if card is None:
-                return [Message("user", "notice",
-                                "That is not an answer to anything open: reply with a letter (a-e) or a "
-                                "choice's text, or type /help.", {})]
+                return [
+                    Message(
+                        "user",
+                        "notice",
+                        "That is not an answer to anything open: reply with a letter (a-e) or a "
+                        "choice's text, or type /help.",
+                        {},
+                    )
+                ]
             return render(card)
         command, _, rest = text.partition(" ")
         command, rest = command.lower(), rest.strip()
@@ -279,7 +375,11 @@ class Console:
                 if not rest:
                     return [Message("user", "error", "Say who: /as NAME.", {"message": "Say who: /as NAME."})]
                 self.user = self._user(rest)
-                return [Message("user", "notice", f"You are now {self.user.display_name}.", {"user": self.user.display_name})]
+                return [
+                    Message(
+                        "user", "notice", f"You are now {self.user.display_name}.", {"user": self.user.display_name}
+                    )
+                ]
             case "/config":
                 try:
                     words = shlex.split(rest)
@@ -300,8 +400,14 @@ class Console:
             case "/quit" | "/exit":
                 self.done = True
                 return [Message("user", "notice", "Bye.", {})]
-        return [Message("user", "error", f"Unknown command {command[:30]}; type /help for the list.",
-                        {"message": f"unknown command {command[:30]}"})]
+        return [
+            Message(
+                "user",
+                "error",
+                f"Unknown command {command[:30]}; type /help for the list.",
+                {"message": f"unknown command {command[:30]}"},
+            )
+        ]
 
     def _demo(self, rest: str) -> list[Message]:
         request = parse_demo(rest)
@@ -334,8 +440,12 @@ def run_console(
             stdout.write(message.as_json() + "\n")
         elif rich_console is not None:
             style = {"channel": "cyan", "user": "green"}[message.to]
-            rich_console.print(f"[{style}]{'#' + CHANNEL if message.to == 'channel' else 'bot → you'}[/{style}]",
-                               message.text, markup=False, highlight=False)
+            rich_console.print(
+                f"[{style}]{'#' + CHANNEL if message.to == 'channel' else 'bot → you'}[/{style}]",
+                message.text,
+                markup=False,
+                highlight=False,
+            )
         else:
             prefix = f"[#{CHANNEL}]" if message.to == "channel" else "[to you]"
             stdout.write(f"{prefix} {message.text}\n")

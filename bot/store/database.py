@@ -20,10 +20,7 @@ from bot.core.errors import StoreUnavailable
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
-UNAVAILABLE = (
-    "The database is busy or read-only right now, so nothing was saved; "
-    "please try again in a moment."
-)
+UNAVAILABLE = "The database is busy or read-only right now, so nothing was saved; please try again in a moment."
 
 
 def _sqlite_engine(url: str, immediate: bool) -> Engine:

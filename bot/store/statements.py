@@ -27,9 +27,13 @@ def _dialect(name: str) -> Any:
 def answer_lookup() -> Any:
     """The round, its community's time zone, the member (if known) and their earlier answer."""
     return (
-        select(Round, col(Community.timezone), col(Member.id).label("known_member"), col(Answer.choice).label("previous"))
+        select(
+            Round, col(Community.timezone), col(Member.id).label("known_member"), col(Answer.choice).label("previous")
+        )
         .join(Community, col(Community.id) == col(Round.community_id))
-        .outerjoin(Member, and_(col(Member.community_id) == col(Community.id), col(Member.user_id) == bindparam("user_id")))
+        .outerjoin(
+            Member, and_(col(Member.community_id) == col(Community.id), col(Member.user_id) == bindparam("user_id"))
+        )
         .outerjoin(Answer, and_(col(Answer.round_id) == col(Round.id), col(Answer.member_id) == col(Member.id)))
         .where(
             col(Round.id) == bindparam("round_id"),

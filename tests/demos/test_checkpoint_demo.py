@@ -114,8 +114,7 @@ def test_meter_and_profiler_agree_on_the_chain() -> None:
 
 
 def test_chain_sweep_sqrt_is_six_times_below_none_at_256() -> None:
-    report = run_demo(DemoConfig(model="chain", strategies=("none", "sqrt"), repeat=1,
-                                 sweep=(16, 256)), estimate=False)
+    report = run_demo(DemoConfig(model="chain", strategies=("none", "sqrt"), repeat=1, sweep=(16, 256)), estimate=False)
     none, sqrt = report.result("none", 256), report.result("sqrt", 256)
     assert none.peak_bytes >= 6 * sqrt.peak_bytes
     assert all(r.grads_identical for r in report.results)
@@ -141,8 +140,7 @@ def test_fake_trace_allocates_nothing_real() -> None:
         (["--sweep", "4,x"], "--sweep depth must be a whole number"),
         (["--nonsense"], "Unrecognized arguments"),
         (["--layers", "4096", "--tokens", "1048576", "--width", "16384"], "Refused: the estimated peak"),
-        (["--time-budget", "0.5"],
-         "over the 0.5 s budget"),
+        (["--time-budget", "0.5"], "over the 0.5 s budget"),
     ],
 )
 def test_bad_input_gets_one_sentence_and_exit_2(
@@ -165,19 +163,46 @@ def test_cuda_without_gpu_is_refused(capsys: pytest.CaptureFixture[str]) -> None
 def test_json_and_chart_from_a_subprocess(tmp_path: Path) -> None:
     chart = tmp_path / "demo.png"
     proc = subprocess.run(
-        [sys.executable, "-m", "demos.checkpoint", "--layers", "4", "--tokens", "512",
-         "--repeat", "1", "--json", "--chart", str(chart)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-m",
+            "demos.checkpoint",
+            "--layers",
+            "4",
+            "--tokens",
+            "512",
+            "--repeat",
+            "1",
+            "--json",
+            "--chart",
+            str(chart),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)  # exactly one JSON object on stdout
-    assert {"device", "torch", "model", "layers", "tokens", "width", "dtype", "params_bytes",
-            "results", "theory", "wall_s", "chart"} <= set(out)
+    assert {
+        "device",
+        "torch",
+        "model",
+        "layers",
+        "tokens",
+        "width",
+        "dtype",
+        "params_bytes",
+        "results",
+        "theory",
+        "wall_s",
+        "chart",
+    } <= set(out)
     assert out["device"] == "cpu" and out["chart"] == str(chart)
     assert [r["strategy"] for r in out["results"]] == ["none", "block", "sqrt", "selective"]
     for r in out["results"]:
-        assert {"strategy", "peak_bytes", "peak_check_bytes", "saved_bytes", "step_ms",
-                "grads_identical"} <= set(r)
+        assert {"strategy", "peak_bytes", "peak_check_bytes", "saved_bytes", "step_ms", "grads_identical"} <= set(r)
         assert r["grads_identical"] is True
     data = chart.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
@@ -187,8 +212,10 @@ def test_sweep_chart_is_a_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from demos.chart import write_chart
 
-    report = run_demo(DemoConfig(model="chain", tokens=256, width=32, strategies=("none", "sqrt"),
-                                 repeat=1, sweep=(4, 16)), estimate=False)
+    report = run_demo(
+        DemoConfig(model="chain", tokens=256, width=32, strategies=("none", "sqrt"), repeat=1, sweep=(4, 16)),
+        estimate=False,
+    )
     path = write_chart(report, str(tmp_path / "sweep.png"))
     data = Path(path).read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000

@@ -37,8 +37,9 @@ def test_breakdown_adds_up_and_checkpointing_saves() -> None:
     without, _ = measure_training_step(cfg, 4, 128, False)
     with_ckpt, _ = measure_training_step(cfg, 4, 128, True)
     for b in (without, with_ckpt):
-        parts = (b.parameters_bytes + b.gradients_bytes + b.optimizer_state_bytes
-                 + b.activations_bytes + b.temporaries_bytes)
+        parts = (
+            b.parameters_bytes + b.gradients_bytes + b.optimizer_state_bytes + b.activations_bytes + b.temporaries_bytes
+        )
         assert parts == b.total_bytes
         assert b.optimizer_state_bytes >= 2 * b.parameters_bytes  # AdamW: two moments
     assert with_ckpt.saved_bytes < without.saved_bytes
@@ -46,9 +47,26 @@ def test_breakdown_adds_up_and_checkpointing_saves() -> None:
 
 def test_estimate_cli_json() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "demos.estimate", "--preset", "gpt2-small", "--batch", "4",
-         "--seq", "512", "--gpu-gib", "1", "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+        [
+            sys.executable,
+            "-m",
+            "demos.estimate",
+            "--preset",
+            "gpt2-small",
+            "--batch",
+            "4",
+            "--seq",
+            "512",
+            "--gpu-gib",
+            "1",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["preset"] == "gpt2-small"
@@ -67,8 +85,7 @@ def test_estimate_cli_json() -> None:
         (["--gpu-gib", "-3"], "--gpu-gib must be a positive number"),
     ],
 )
-def test_estimate_bad_input(argv: list[str], fragment: str,
-                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_estimate_bad_input(argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert fragment in err and "\n" not in err

@@ -14,8 +14,16 @@ pytestmark = [
 
 
 def test_every_strategy_on_cuda() -> None:
-    report = run_demo(DemoConfig(device="cuda", layers=8, tokens=4096, width=256, repeat=2,
-                                 strategies=("none", "block", "sqrt", "selective", "offload")))
+    report = run_demo(
+        DemoConfig(
+            device="cuda",
+            layers=8,
+            tokens=4096,
+            width=256,
+            repeat=2,
+            strategies=("none", "block", "sqrt", "selective", "offload"),
+        )
+    )
     none = report.result("none")
     assert all(r.grads_identical for r in report.results)
     assert report.result("block").peak_bytes <= 0.35 * none.peak_bytes
