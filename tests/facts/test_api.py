@@ -8,34 +8,17 @@ test about what happens when it is omitted.
 from __future__ import annotations
 
 import functools
-import gc
 import warnings
-import weakref
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 from torch.utils.checkpoint import (
     checkpoint,
     checkpoint_sequential,
     create_selective_checkpoint_contexts,
 )
 
-
-class _TrackOutputs(TorchDispatchMode):
-    """Remembers (weakly) every tensor an op produces while the mode is active."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.refs: list[weakref.ref[torch.Tensor]] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        out = func(*args, **(kwargs or {}))
-        for t in tree_leaves(out):
-            if isinstance(t, torch.Tensor):
-                self.refs.append(weakref.ref(t))
-        return out
+from tests.facts.support import held_output_bytes
 
 
 def held_intermediate_bytes(run) -> int:  # type: ignore[no-untyped-def]
@@ -44,21 +27,9 @@ def held_intermediate_bytes(run) -> int:  # type: ignore[no-untyped-def]
     What is still alive after the forward pass is what autograd (or a checkpoint
     cache) keeps for backward. Unique storages are counted once, by data_ptr.
     """
-    mode = _TrackOutputs()
-    with mode:
-        out = run()
-    gc.collect()
-    result_ptr = out.untyped_storage().data_ptr()
-    storages: dict[int, int] = {}
-    for ref in mode.refs:
-        t = ref()
-        if t is None:
-            continue
-        st = t.untyped_storage()
-        if st.data_ptr() != result_ptr:
-            storages[st.data_ptr()] = st.nbytes()
+    out, held = held_output_bytes(run)
     del out
-    return sum(storages.values())
+    return held
 
 
 def _graph_node_names(t: torch.Tensor) -> set[str]:

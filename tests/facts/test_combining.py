@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import inspect
 import warnings
-from typing import Self
 
 import torch
 from torch import nn
@@ -26,39 +25,9 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import checkpoint
 
+from tests.facts.support import Block, SavedBytes
+
 # ----------------------------------------------------------------------------- helpers
-
-
-class SavedBytes:
-    """Record the unique storages autograd saves for backward (parameters excluded)."""
-
-    def __init__(self, exclude: nn.Module | None = None) -> None:
-        self.storages: dict[int, int] = {}
-        self._skip = set()
-        if exclude is not None:
-            self._skip = {p.untyped_storage().data_ptr() for p in exclude.parameters()}
-
-    def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        s = t.untyped_storage()
-        if s.data_ptr() not in self._skip:
-            self.storages[s.data_ptr()] = s.nbytes()
-        return t
-
-    def __enter__(self) -> Self:
-        self._hooks = saved_tensors_hooks(self._pack, lambda t: t)
-        self._hooks.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._hooks.__exit__(*exc)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(self.storages.values())
-
-    @property
-    def count(self) -> int:
-        return len(self.storages)
 
 
 class MatmulDtypes(TorchDispatchMode):
@@ -75,16 +44,8 @@ class MatmulDtypes(TorchDispatchMode):
         return out
 
 
-class Block(nn.Module):
-    def __init__(self, d: int = 16) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(d, 4 * d)
-        self.fc2 = nn.Linear(4 * d, d)
-        self.calls = 0
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.calls += 1
-        return x + self.fc2(torch.relu(self.fc1(x)))
+def relu_block(d: int = 16) -> Block:
+    return Block(d, act=torch.relu)
 
 
 def _grads(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -96,7 +57,7 @@ def _grads(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def test_apply_activation_checkpointing_wraps_children_in_place() -> None:
     torch.manual_seed(0)
-    model = nn.Sequential(Block(), Block(), nn.Linear(16, 1))
+    model = nn.Sequential(relu_block(), relu_block(), nn.Linear(16, 1))
     reference = copy.deepcopy(model)
 
     returned = apply_activation_checkpointing(
@@ -112,7 +73,7 @@ def test_apply_activation_checkpointing_wraps_children_in_place() -> None:
     assert default is CheckpointImpl.NO_REENTRANT
 
     # even a check_fn that accepts everything leaves the root's type alone
-    other = nn.Sequential(Block(), Block())
+    other = nn.Sequential(relu_block(), relu_block())
     apply_activation_checkpointing(other, check_fn=lambda m: True)
     assert type(other) is nn.Sequential
 
@@ -130,13 +91,13 @@ def test_apply_activation_checkpointing_wraps_children_in_place() -> None:
 
 def test_checkpoint_wrapper_state_dict_keys_match_unwrapped_model() -> None:
     torch.manual_seed(0)
-    plain = nn.Sequential(Block(), nn.Linear(16, 1))
+    plain = nn.Sequential(relu_block(), nn.Linear(16, 1))
     wrapped = copy.deepcopy(plain)
     apply_activation_checkpointing(wrapped, check_fn=lambda m: isinstance(m, Block))
     assert isinstance(wrapped[0], CheckpointWrapper)
     # the wrapper's prefix is stripped, so names and checkpoints stay interchangeable
     assert list(wrapped.state_dict().keys()) == list(plain.state_dict().keys())
-    fresh = nn.Sequential(Block(), nn.Linear(16, 1))
+    fresh = nn.Sequential(relu_block(), nn.Linear(16, 1))
     fresh.load_state_dict(wrapped.state_dict())  # strict load into an unwrapped model
     wrapped.load_state_dict(plain.state_dict())  # and back into the wrapped one
 
@@ -154,7 +115,7 @@ def test_save_on_cpu_moves_saved_tensors_to_cpu_and_keeps_gradients() -> None:
     torch.testing.assert_close(hooks.unpack_hook((device, packed)), t, rtol=0, atol=0)
 
     torch.manual_seed(0)
-    model = nn.Sequential(Block(), Block())
+    model = nn.Sequential(relu_block(), relu_block())
     x = torch.randn(8, 16)
     model(x).sum().backward()
     expected = _grads(model)
@@ -177,7 +138,7 @@ def test_offload_wrapper_stores_instead_of_recomputing(monkeypatch) -> None:  # 
 
     monkeypatch.setattr(cw_module, "save_on_cpu", recording_save_on_cpu)
     torch.manual_seed(0)
-    block = Block()
+    block = relu_block()
     reference = copy.deepcopy(block)
     off = offload_wrapper(block)
     x = torch.randn(8, 16)
@@ -188,7 +149,7 @@ def test_offload_wrapper_stores_instead_of_recomputing(monkeypatch) -> None:  # 
     for name, p in reference.named_parameters():
         torch.testing.assert_close(dict(block.named_parameters())[name].grad, p.grad)
 
-    ckpt_block = Block()
+    ckpt_block = relu_block()
     checkpoint_wrapper(ckpt_block)(x).sum().backward()
     assert ckpt_block.calls == 2  # checkpointing: the forward runs again
 
@@ -215,7 +176,7 @@ def test_autocast_state_is_replayed_during_recompute() -> None:
 
 def test_mixed_precision_and_checkpointing_stack() -> None:
     torch.manual_seed(0)
-    model = nn.Sequential(*[Block(32) for _ in range(4)])
+    model = nn.Sequential(*[relu_block(32) for _ in range(4)])
     x32 = torch.randn(16, 32, requires_grad=True)
 
     def measure(dtype: torch.dtype, ckpt: bool) -> SavedBytes:
@@ -240,7 +201,7 @@ def test_mixed_precision_and_checkpointing_stack() -> None:
 
 def test_gradient_accumulation_matches_full_batch_and_scales_saved_bytes() -> None:
     torch.manual_seed(0)
-    model = nn.Sequential(Block(), nn.Linear(16, 1)).double()
+    model = nn.Sequential(relu_block(), nn.Linear(16, 1)).double()
     data, target = torch.randn(32, 16, dtype=torch.double), torch.randn(32, 1, dtype=torch.double)
     loss_fn = nn.MSELoss()
 

@@ -13,89 +13,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-
-class SavedMeter:
-    """Counts tensors that autograd saves for backward while the context is active.
-
-    Each distinct storage (by data_ptr) is counted once while some saved tensor holds it;
-    `live` follows saves and releases, `peak` is the highest `live` seen, `ignore` holds
-    data_ptrs (parameters) left out of the count.
-    """
-
-    def __init__(self, ignore: set[int] | None = None) -> None:
-        self.ignore = ignore or set()
-        self.refs: dict[int, list[int]] = {}
-        self.live = 0
-        self.peak = 0
-        self.packs = 0
-        self.unpacks = 0
-
-    def _pack(self, t: torch.Tensor) -> object:
-        self.packs += 1
-        meter = self
-        key = t.untyped_storage().data_ptr()
-        counted = key not in self.ignore
-        if counted:
-            entry = self.refs.setdefault(key, [t.untyped_storage().nbytes(), 0])
-            if entry[1] == 0:
-                self.live += entry[0]
-                self.peak = max(self.peak, self.live)
-            entry[1] += 1
-
-        class Packed:
-            def __init__(self) -> None:
-                self.t = t
-
-            def __del__(self) -> None:
-                if counted:
-                    e = meter.refs[key]
-                    e[1] -= 1
-                    if e[1] == 0:
-                        meter.live -= e[0]
-                        del meter.refs[key]
-
-        return Packed()
-
-    def _unpack(self, p: object) -> torch.Tensor:
-        self.unpacks += 1
-        return p.t  # type: ignore[attr-defined]
-
-    def __enter__(self) -> "SavedMeter":
-        self._ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
-        self._ctx.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._ctx.__exit__(*exc)
-
-
-class Block(nn.Module):
-    """A small MLP block that saves several activations inside (like a transformer MLP)."""
-
-    def __init__(self, h: int) -> None:
-        super().__init__()
-        self.up = nn.Linear(h, 4 * h)
-        self.down = nn.Linear(4 * h, h)
-        self.calls = 0
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.calls += 1
-        return x + self.down(torch.nn.functional.gelu(self.up(x)))
-
-
-def make_stack(n: int = 4, h: int = 32) -> nn.ModuleList:
-    torch.manual_seed(0)
-    return nn.ModuleList(Block(h) for _ in range(n))
-
-
-def run(blocks: nn.ModuleList, x: torch.Tensor, ckpt: bool) -> torch.Tensor:
-    for b in blocks:
-        x = checkpoint(b, x, use_reentrant=False) if ckpt else b(x)
-    return x
-
-
-def param_ptrs(m: nn.Module) -> set[int]:
-    return {p.untyped_storage().data_ptr() for p in m.parameters()}
+from tests.facts.support import SavedMeter, make_stack, param_ptrs, run_chain
 
 
 def test_checkpointing_lowers_saved_bytes_and_keeps_gradients_identical() -> None:
@@ -104,7 +22,7 @@ def test_checkpointing_lowers_saved_bytes_and_keeps_gradients_identical() -> Non
         blocks = make_stack()
         x = torch.randn(8, 16, 32, generator=torch.Generator().manual_seed(1), requires_grad=True)
         with SavedMeter(ignore=param_ptrs(blocks)) as m:
-            out = run(blocks, x, ckpt)
+            out = run_chain(blocks, x, ckpt)
             saved_after_forward = m.live
             out.square().sum().backward()
         grads = [p.grad.clone() for p in blocks.parameters()] + [x.grad.clone()]
@@ -121,22 +39,16 @@ def test_checkpointed_region_reruns_its_forward_during_backward() -> None:
     for reentrant in (False, True):
         blocks = make_stack(n=3)
         x = torch.randn(4, 32, requires_grad=True)
-        out = run_with(blocks, x, reentrant)
+        out = run_chain(blocks, x, ckpt=True, use_reentrant=reentrant)
         assert [b.calls for b in blocks] == [1, 1, 1]
         out.sum().backward()
         assert [b.calls for b in blocks] == [2, 2, 2]
 
 
-def run_with(blocks: nn.ModuleList, x: torch.Tensor, reentrant: bool) -> torch.Tensor:
-    for b in blocks:
-        x = checkpoint(b, x, use_reentrant=reentrant)
-    return x
-
-
 def test_plain_model_runs_forward_once() -> None:
     blocks = make_stack(n=3)
     x = torch.randn(4, 32, requires_grad=True)
-    run(blocks, x, ckpt=False).sum().backward()
+    run_chain(blocks, x, ckpt=False).sum().backward()
     assert [b.calls for b in blocks] == [1, 1, 1]
 
 
@@ -144,7 +56,7 @@ def test_backward_reads_the_saved_activations_and_frees_them() -> None:
     blocks = make_stack(n=2)
     x = torch.randn(4, 32, requires_grad=True)
     with SavedMeter() as m:
-        out = run(blocks, x, ckpt=False)
+        out = run_chain(blocks, x, ckpt=False)
         assert m.packs > 0 and m.live > 0
         out.sum().backward()
         # every tensor saved in forward was read back by backward, then released
@@ -186,7 +98,7 @@ def test_checkpoint_under_no_grad_does_nothing() -> None:
         with torch.no_grad(), SavedMeter() as m, warnings.catch_warnings():
             # reentrant warns that the second block's input does not require grad
             warnings.simplefilter("ignore", UserWarning)
-            out = run_with(blocks, x, reentrant)
+            out = run_chain(blocks, x, ckpt=True, use_reentrant=reentrant)
         assert m.packs == 0
         assert not out.requires_grad
         assert [b.calls for b in blocks] == [1, 1]

@@ -3,41 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Self
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.autograd.graph import saved_tensors_hooks
 from torch.utils.checkpoint import checkpoint
 
-
-class SavedBytes:
-    """Record the unique storages autograd saves for backward (parameters excluded)."""
-
-    def __init__(self, exclude: nn.Module | None = None) -> None:
-        self.storages: dict[int, int] = {}
-        self._skip = set()
-        if exclude is not None:
-            self._skip = {p.untyped_storage().data_ptr() for p in exclude.parameters()}
-
-    def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        s = t.untyped_storage()
-        if s.data_ptr() not in self._skip:
-            self.storages[s.data_ptr()] = s.nbytes()
-        return t
-
-    def __enter__(self) -> Self:
-        self._hooks = saved_tensors_hooks(self._pack, lambda t: t)
-        self._hooks.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._hooks.__exit__(*exc)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(self.storages.values())
+from tests.facts.support import SavedBytes
 
 
 class Attention(nn.Module):

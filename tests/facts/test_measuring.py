@@ -4,54 +4,12 @@ from __future__ import annotations
 
 import sys
 import warnings
-from typing import Self
 
 import torch
 from torch import nn
-from torch.autograd.graph import saved_tensors_hooks
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import checkpoint
 
-
-class SavedBytes:
-    """Record the unique storages autograd saves for backward (parameters excluded)."""
-
-    def __init__(self, exclude: nn.Module | None = None) -> None:
-        self.storages: dict[int, int] = {}
-        self._skip = set()
-        if exclude is not None:
-            self._skip = {p.untyped_storage().data_ptr() for p in exclude.parameters()}
-
-    def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        s = t.untyped_storage()
-        if s.data_ptr() not in self._skip:
-            self.storages[s.data_ptr()] = s.nbytes()
-        return t
-
-    def __enter__(self) -> Self:
-        self._hooks = saved_tensors_hooks(self._pack, lambda t: t)
-        self._hooks.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._hooks.__exit__(*exc)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(self.storages.values())
-
-
-class OpCounter(TorchDispatchMode):
-    """Count calls of one aten op."""
-
-    def __init__(self, op: torch._ops.OpOverload) -> None:
-        super().__init__()
-        self.op, self.count = op, 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        if func is self.op:
-            self.count += 1
-        return func(*args, **(kwargs or {}))
+from tests.facts.support import OpCounter, SavedBytes
 
 
 def _mlp(width: int = 256, depth: int = 4) -> nn.Sequential:
@@ -94,9 +52,9 @@ def test_dispatch_mode_counts_recomputed_matmuls() -> None:
 
     def backward_mm(ckpt: bool) -> int:
         out = checkpoint(model, x, use_reentrant=False) if ckpt else model(x)
-        with OpCounter(torch.ops.aten.mm.default) as bwd:
+        with OpCounter() as bwd:
             out.sum().backward()
-        return bwd.count
+        return bwd.counts[torch.ops.aten.mm.default]
 
     plain = backward_mm(False)
     ckpt = backward_mm(True)

@@ -10,77 +10,8 @@ import math
 
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
-
-class SavedMeter:
-    """Bytes of distinct storages saved for backward that are still held (live) and the peak."""
-
-    def __init__(self, ignore: set[int] | None = None) -> None:
-        self.ignore = ignore or set()
-        self.refs: dict[int, list[int]] = {}
-        self.live = 0
-        self.peak = 0
-        self.shapes: list[tuple[tuple[int, ...], torch.dtype]] = []
-
-    def _pack(self, t: torch.Tensor) -> object:
-        meter = self
-        key = t.untyped_storage().data_ptr()
-        counted = key not in self.ignore
-        if counted:
-            self.shapes.append((tuple(t.shape), t.dtype))
-            entry = self.refs.setdefault(key, [t.untyped_storage().nbytes(), 0])
-            if entry[1] == 0:
-                self.live += entry[0]
-                self.peak = max(self.peak, self.live)
-            entry[1] += 1
-
-        class Packed:
-            def __init__(self) -> None:
-                self.t = t
-
-            def __del__(self) -> None:
-                if counted:
-                    e = meter.refs[key]
-                    e[1] -= 1
-                    if e[1] == 0:
-                        meter.live -= e[0]
-                        del meter.refs[key]
-
-        return Packed()
-
-    def __enter__(self) -> "SavedMeter":
-        self._ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda p: p.t)
-        self._ctx.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._ctx.__exit__(*exc)
-
-
-def param_ptrs(m: nn.Module) -> set[int]:
-    return {p.untyped_storage().data_ptr() for p in m.parameters()}
-
-
-class MLP(nn.Module):
-    def __init__(self, h: int) -> None:
-        super().__init__()
-        self.up = nn.Linear(h, 4 * h)
-        self.down = nn.Linear(4 * h, h)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.down(torch.nn.functional.gelu(self.up(x)))
-
-
-def make_model(n: int = 4, h: int = 32) -> nn.Sequential:
-    torch.manual_seed(0)
-    return nn.Sequential(*(MLP(h) for _ in range(n)))
-
-
-def forward(model: nn.Sequential, x: torch.Tensor, ckpt: bool) -> torch.Tensor:
-    for layer in model:
-        x = checkpoint(layer, x, use_reentrant=False) if ckpt else layer(x)
-    return x
+from tests.facts.support import SavedMeter, make_stack, param_ptrs, run_chain
 
 
 def nbytes(ts: list[torch.Tensor]) -> int:
@@ -90,11 +21,11 @@ def nbytes(ts: list[torch.Tensor]) -> int:
 def test_checkpointing_leaves_parameter_gradient_and_optimizer_memory_unchanged() -> None:
     sizes = {}
     for ckpt in (False, True):
-        model = make_model()
+        model = make_stack()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         x = torch.randn(8, 16, 32, generator=torch.Generator().manual_seed(1))
         with SavedMeter(ignore=param_ptrs(model)) as m:
-            out = forward(model, x, ckpt)
+            out = run_chain(model, x, ckpt)
             activations = m.live
             out.square().mean().backward()
         opt.step()
@@ -108,7 +39,7 @@ def test_checkpointing_leaves_parameter_gradient_and_optimizer_memory_unchanged(
 
 
 def test_adamw_keeps_two_fp32_values_per_parameter() -> None:
-    model = make_model(n=1)
+    model = make_stack(n=1)
     n_params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters())
     model(torch.randn(2, 32)).sum().backward()
@@ -125,7 +56,7 @@ def test_adamw_keeps_two_fp32_values_per_parameter() -> None:
 
 
 def test_sgd_momentum_keeps_one_fp32_value_per_parameter() -> None:
-    model = make_model(n=1)
+    model = make_stack(n=1)
     n_params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     model(torch.randn(2, 32)).sum().backward()
@@ -143,7 +74,7 @@ def activation_bytes(model: nn.Module, x: torch.Tensor) -> int:
 
 
 def test_saved_activation_bytes_grow_linearly_with_batch_and_sequence() -> None:
-    model = make_model(n=2)
+    model = make_stack(n=2)
     base = activation_bytes(model, torch.randn(2, 16, 32))
     assert activation_bytes(model, torch.randn(4, 16, 32)) == 2 * base  # batch x2
     assert activation_bytes(model, torch.randn(2, 32, 32)) == 2 * base  # sequence x2
@@ -177,11 +108,11 @@ def test_unfused_attention_saves_a_tensor_quadratic_in_sequence_length() -> None
 
 
 def test_checkpointed_layer_keeps_only_its_input() -> None:
-    model = make_model(n=3)
+    model = make_stack(n=3)
     b, s, h = 4, 16, 32
     x = torch.randn(b, s, h)
     with SavedMeter(ignore=param_ptrs(model)) as m:
-        out = forward(model, x, ckpt=True)
+        out = run_chain(model, x, ckpt=True)
         assert m.live == 3 * b * s * h * 4  # one fp32 (b, s, h) input per layer
     assert out.requires_grad
 
@@ -201,7 +132,7 @@ def test_autocast_saves_16_bit_activations_and_a_16_bit_weight_copy() -> None:
 
 
 def test_saved_activations_peak_at_end_of_forward_and_are_freed_during_backward() -> None:
-    model = make_model(n=4)
+    model = make_stack(n=4)
     x = torch.randn(4, 16, 32)
     during_forward: list[int] = []
     during_backward: list[int] = []

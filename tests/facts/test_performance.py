@@ -10,47 +10,10 @@ from collections import Counter
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import checkpoint
 from torch.utils.flop_counter import FlopCounterMode
 
-
-class OpCounter(TorchDispatchMode):
-    """Counts aten ops (by overload packet name) that run while the mode is active."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: Counter[str] = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        self.ops[func.overloadpacket.__name__] += 1
-        return func(*args, **(kwargs or {}))
-
-
-class SavedMeter:
-    """Bytes of distinct storages saved for backward (one count per data_ptr) still held."""
-
-    def __init__(self, ignore: set[int]) -> None:
-        self.ignore = ignore
-        self.ptrs: dict[int, int] = {}
-
-    def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        key = t.untyped_storage().data_ptr()
-        if key not in self.ignore:
-            self.ptrs[key] = t.untyped_storage().nbytes()
-        return t
-
-    @property
-    def total(self) -> int:
-        return sum(self.ptrs.values())
-
-    def __enter__(self) -> "SavedMeter":
-        self._ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
-        self._ctx.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._ctx.__exit__(*exc)
+from tests.facts.support import OpCounter, SavedBytes, make_stack, run_chain
 
 
 def flops(fn) -> int:  # type: ignore[no-untyped-def]
@@ -68,41 +31,28 @@ class Layer(nn.Module):
         return torch.relu(self.lin(x))
 
 
-def stack(n: int = 4, h: int = 64) -> nn.ModuleList:
-    torch.manual_seed(0)
-    return nn.ModuleList(Layer(h) for _ in range(n))
-
-
-def run(layers: nn.ModuleList, x: torch.Tensor, mode: str) -> torch.Tensor:
-    for layer in layers:
-        if mode == "none":
-            x = layer(x)
-        else:
-            x = checkpoint(layer, x, use_reentrant=(mode == "reentrant"))
-    return x
-
-
 def test_full_recompute_costs_one_extra_forward() -> None:
-    layers = stack()
+    layers = make_stack(h=64, layer=Layer)
     x = torch.randn(32, 64, requires_grad=True)
-    fwd = flops(lambda: run(layers, x, "none"))
-    plain = flops(lambda: run(layers, x, "none").sum().backward())
+    fwd = flops(lambda: run_chain(layers, x))
+    plain = flops(lambda: run_chain(layers, x).sum().backward())
     assert plain == 3 * fwd  # backward of a matmul layer: about 2x its forward
     for mode in ("reentrant", "non-reentrant"):
-        ckpt = flops(lambda: run(layers, x, mode).sum().backward())
+        reentrant = mode == "reentrant"
+        ckpt = flops(lambda: run_chain(layers, x, True, reentrant).sum().backward())
         assert ckpt == plain + fwd  # one more forward: 4/3 of the plain step
         assert ckpt * 3 == plain * 4
 
 
 def test_recompute_happens_in_backward_not_in_forward() -> None:
-    layers = stack()
+    layers = make_stack(h=64, layer=Layer)
     x = torch.randn(32, 64, requires_grad=True)
-    fwd_plain = flops(lambda: run(layers, x, "none"))
+    fwd_plain = flops(lambda: run_chain(layers, x))
     with FlopCounterMode(display=False) as fc:
-        out = run(layers, x, "non-reentrant")
+        out = run_chain(layers, x, ckpt=True, use_reentrant=False)
     assert fc.get_total_flops() == fwd_plain  # the checkpointed forward costs the same
     bwd_ckpt = flops(lambda: out.sum().backward())
-    out_plain = run(layers, x, "none")
+    out_plain = run_chain(layers, x)
     bwd_plain = flops(lambda: out_plain.sum().backward())
     assert bwd_ckpt == bwd_plain + fwd_plain  # the extra forward runs inside backward
 
@@ -133,13 +83,12 @@ def test_what_is_recomputed_sets_the_overhead() -> None:
     torch.manual_seed(0)
     block = MixedBlock(64)
     x = torch.randn(32, 64, requires_grad=True)
-    params = {p.untyped_storage().data_ptr() for p in block.parameters()}
     cost: dict[str, tuple[int, int, Counter[str]]] = {}
     for where in ("none", "pointwise", "block"):
-        with SavedMeter(params) as m, OpCounter() as oc:
+        with SavedBytes(exclude=block) as m, OpCounter() as oc:
             with FlopCounterMode(display=False) as fc:
                 out = block(x, where)
-                saved = m.total
+                saved = m.nbytes
                 out.sum().backward()
         cost[where] = (fc.get_total_flops(), saved, oc.ops)
     plain_flops, plain_saved, plain_ops = cost["none"]

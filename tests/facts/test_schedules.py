@@ -13,44 +13,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-
-class SavedMeter:
-    """Bytes of distinct storages saved for backward that are still held (live) and the peak."""
-
-    def __init__(self) -> None:
-        self.refs: dict[int, list[int]] = {}
-        self.live = 0
-        self.peak = 0
-
-    def _pack(self, t: torch.Tensor) -> object:
-        meter = self
-        key = t.untyped_storage().data_ptr()
-        entry = self.refs.setdefault(key, [t.untyped_storage().nbytes(), 0])
-        if entry[1] == 0:
-            self.live += entry[0]
-            self.peak = max(self.peak, self.live)
-        entry[1] += 1
-
-        class Packed:
-            def __init__(self) -> None:
-                self.t = t
-
-            def __del__(self) -> None:
-                e = meter.refs[key]
-                e[1] -= 1
-                if e[1] == 0:
-                    meter.live -= e[0]
-                    del meter.refs[key]
-
-        return Packed()
-
-    def __enter__(self) -> "SavedMeter":
-        self._ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda p: p.t)
-        self._ctx.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._ctx.__exit__(*exc)
+from tests.facts.support import SavedMeter
 
 
 class Layer(nn.Module):

@@ -8,63 +8,28 @@ recompute is measured by counting aten.mm calls during backward.
 from __future__ import annotations
 
 import functools
-import gc
-import weakref
-from collections import Counter
 from typing import Callable
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 from torch.utils.checkpoint import (
     CheckpointPolicy,
     checkpoint,
     create_selective_checkpoint_contexts,
 )
 
+from tests.facts.support import OpCounter, held_output_bytes
+
 MM = torch.ops.aten.mm.default
-
-
-class _TrackOutputs(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.refs: list[weakref.ref[torch.Tensor]] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        out = func(*args, **(kwargs or {}))
-        for t in tree_leaves(out):
-            if isinstance(t, torch.Tensor):
-                self.refs.append(weakref.ref(t))
-        return out
-
-
-class _CountOps(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.counts: Counter[object] = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        self.counts[func] += 1
-        return func(*args, **(kwargs or {}))
 
 
 def held_bytes_and_backward_mm(run: Callable[[], torch.Tensor]) -> tuple[int, int]:
     """(bytes of intermediates alive after forward, aten.mm calls during backward)."""
-    mode = _TrackOutputs()
-    with mode:
-        out = run()
-    gc.collect()
-    result_ptr = out.untyped_storage().data_ptr()
-    storages: dict[int, int] = {}
-    for ref in mode.refs:
-        t = ref()
-        if t is not None and t.untyped_storage().data_ptr() != result_ptr:
-            storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-    counter = _CountOps()
+    out, held = held_output_bytes(run)
+    counter = OpCounter()
     with counter:
         out.sum().backward()
-    return sum(storages.values()), counter.counts[MM]
+    return held, counter.counts[MM]
 
 
 torch.manual_seed(0)
