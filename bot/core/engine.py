@@ -340,11 +340,7 @@ class StudyEngine:
                 ).scalar_one()
                 return AlreadyAnswered(round_id=round_id, chosen=letter(chosen))
             if points:
-                conn.execute(
-                    update(Member)
-                    .where(col(Member.id) == member_id)
-                    .values(points_total=col(Member.points_total) + points)
-                )
+                conn.execute(statements.add_points(), {"member_id": member_id, "points": points})
             self._schedule_review(conn, row, member_id, question.id, correct, now)
         picked = question.choices[choice]
         return AnswerFeedback(
@@ -364,12 +360,8 @@ class StudyEngine:
     def _earlier_run(self, conn: Connection, community_id: int, member_id: int, round_id: int) -> int:
         """Consecutive earlier daily rounds of the community this member answered correctly."""
         outcomes = conn.execute(
-            select(col(Answer.correct))
-            .select_from(Round)
-            .outerjoin(Answer, and_(col(Answer.round_id) == col(Round.id), col(Answer.member_id) == member_id))
-            .where(col(Round.community_id) == community_id, col(Round.kind) == "daily", col(Round.id) < round_id)
-            .order_by(col(Round.id).desc())
-            .limit(scoring.MAX_STREAK_BONUS)
+            statements.earlier_outcomes(scoring.MAX_STREAK_BONUS),
+            {"member_id": member_id, "community_id": community_id, "round_id": round_id},
         ).scalars()
         return scoring.leading_run(outcomes)
 

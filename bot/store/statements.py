@@ -61,3 +61,33 @@ def answer_insert(dialect: str) -> Any:
         .on_conflict_do_nothing(index_elements=["round_id", "member_id"])
         .returning(ANSWERS.c.id)
     )
+
+
+@cache
+def earlier_outcomes(limit: int) -> Any:
+    """Whether a member answered each of the community's previous daily rounds correctly,
+    newest first (NULL where they did not answer)."""
+    return (
+        select(col(Answer.correct))
+        .select_from(Round)
+        .outerjoin(
+            Answer, and_(col(Answer.round_id) == col(Round.id), col(Answer.member_id) == bindparam("member_id"))
+        )
+        .where(
+            col(Round.community_id) == bindparam("community_id"),
+            col(Round.kind) == "daily",
+            col(Round.id) < bindparam("round_id"),
+        )
+        .order_by(col(Round.id).desc())
+        .limit(limit)
+    )
+
+
+@cache
+def add_points() -> Any:
+    """Add an answer's points to its member's all-time total."""
+    return (
+        MEMBERS.update()
+        .where(MEMBERS.c.id == bindparam("member_id"))
+        .values(points_total=MEMBERS.c.points_total + bindparam("points"))
+    )
