@@ -121,7 +121,7 @@ def console(
 def run() -> None:
     """Start each platform whose tokens are set; with none, start the console chat."""
     settings = Settings()
-    setup_logging(settings)
+    setup_logging(settings, quiet=True)  # the console chat, unless a platform starts
     wanted = []
     if settings.discord_token:
         wanted.append("Discord")
