@@ -431,6 +431,7 @@ def run_console(
     rich_console = None
     if interactive:
         from rich.console import Console as RichConsole
+        from rich.text import Text
 
         rich_console = RichConsole()
         rich_console.print("[bold]Checkpoint Study Bot[/bold]: console chat. Type /help, or /daily to start.")
@@ -440,12 +441,8 @@ def run_console(
             stdout.write(message.as_json() + "\n")
         elif rich_console is not None:
             style = {"channel": "cyan", "user": "green"}[message.to]
-            rich_console.print(
-                f"[{style}]{'#' + CHANNEL if message.to == 'channel' else 'bot → you'}[/{style}]",
-                message.text,
-                markup=False,
-                highlight=False,
-            )
+            label = Text("#" + CHANNEL if message.to == "channel" else "bot → you", style=style)
+            rich_console.print(label, Text(message.text))
         else:
             prefix = f"[#{CHANNEL}]" if message.to == "channel" else "[to you]"
             stdout.write(f"{prefix} {message.text}\n")
