@@ -4,6 +4,8 @@ PostgreSQL server, the small test bank, and engines built on them."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -94,3 +96,27 @@ def database(db_url: str) -> Iterator[Database]:
 @pytest.fixture
 def engine(database: Database, test_bank: Bank, clock: FakeClock) -> StudyEngine:
     return StudyEngine(database, test_bank, clock=clock)
+
+
+def run_studybot(
+    tmp_path: Path, args: list[str], stdin: str = "", bank: Path = TEST_BANK, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`python -m bot ARGS` as a user runs it: its own SQLite file and chart folder under tmp_path,
+    no platform tokens."""
+    env = {
+        **os.environ,
+        "STUDYBOT_QUESTIONS_DIR": str(bank),
+        "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+        "STUDYBOT_DEMO_OUT_DIR": str(tmp_path / "charts"),
+    }
+    for token in ("DISCORD_TOKEN", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"):
+        env.pop(token, None)
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=timeout,
+    )

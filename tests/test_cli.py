@@ -5,31 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from bot import __version__
-from tests.conftest import ROOT, TEST_BANK
+from tests.conftest import ROOT, run_studybot
 
 
 def studybot(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK),
-        "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
-        "STUDYBOT_DEMO_OUT_DIR": str(tmp_path / "charts"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
-    )
+    return run_studybot(tmp_path, list(args), stdin)
 
 
 def play_a_round(tmp_path: Path) -> None:

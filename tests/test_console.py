@@ -16,7 +16,7 @@ from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.platforms.console import Console, Message
 from bot.store.database import Database
-from tests.conftest import ROOT, TEST_BANK, FakeClock
+from tests.conftest import ROOT, TEST_BANK, FakeClock, run_studybot
 
 
 def kinds(messages: list[Message]) -> list[str]:
@@ -182,25 +182,8 @@ def test_a_read_only_database_is_reported_and_nothing_is_lost(
     assert sum(reveal.data["counts"].values()) == 1
 
 
-def _cli(
-    args: list[str], tmp_path: Path, stdin: str = "", bank: Path = TEST_BANK, extra_env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "STUDYBOT_QUESTIONS_DIR": str(bank),
-        "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
-        **(extra_env or {}),
-    }
-    env.pop("DISCORD_TOKEN", None)
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
+def _cli(args: list[str], tmp_path: Path, stdin: str = "", bank: Path = TEST_BANK) -> subprocess.CompletedProcess[str]:
+    return run_studybot(tmp_path, args, stdin, bank=bank)
 
 
 def test_jsonl_console_session_over_stdin(tmp_path: Path) -> None:
