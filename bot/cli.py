@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 import subprocess
@@ -105,7 +106,7 @@ def console(
     settings = Settings()
     setup_logging(settings, quiet=True)
     engine = _engine_or_exit(settings)
-    if isinstance(sys.stdin, __import__("io").TextIOWrapper):
+    if isinstance(sys.stdin, io.TextIOWrapper):  # undecodable bytes become U+FFFD, not a crash
         sys.stdin.reconfigure(errors="replace")
     runner = DemoRunner(settings.demo_out_dir, settings.demo_timeout_s)
     chat = Console(engine, community, user, runner)

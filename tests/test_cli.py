@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from bot import __version__
-from tests.conftest import ROOT, run_studybot
+from tests.conftest import run_studybot
 
 
 def studybot(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -83,4 +83,3 @@ def test_demo_from_the_chat_runs_in_a_worker_and_posts_a_table_and_chart(tmp_pat
 def test_demo_cli_passes_arguments_through(tmp_path: Path) -> None:
     done = studybot(tmp_path, "demo", "checkpoint", "--strategies", "none,warp")
     assert done.returncode == 2 and "warp" in done.stderr
-    assert ROOT.is_dir()

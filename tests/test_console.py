@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -259,4 +258,3 @@ def test_core_imports_no_platform_library() -> None:
             if stripped.startswith(("import ", "from ")):
                 module = stripped.split()[1].split(".")[0]
                 assert module not in forbidden, f"{path.name} imports {module}"
-    assert stat.S_ISDIR((ROOT / "bot" / "core").stat().st_mode)

@@ -298,11 +298,9 @@ def check_problem(check: str, root: Path | None) -> str | None:
     return None
 
 
-def parse_file(
-    path: Path, text: str, root: Path | None = None, label: str | None = None
-) -> tuple[list[Question], list[str]]:
+def parse_file(path: Path, text: str, root: Path | None = None) -> tuple[list[Question], list[str]]:
     """Questions and problems of one YAML document; never raises on bad content."""
-    out = _Collector(label or str(path))
+    out = _Collector(str(path))
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:

@@ -144,30 +144,25 @@ class StudyEngine:
         return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
     def _community(self, conn: Connection, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig:
-        row = conn.execute(
-            select(Community).where(
-                col(Community.platform) == ref.platform, col(Community.external_id) == ref.community_id
+        """The community's settings, creating it with the defaults on first use."""
+        found = self._find_community(conn, ref)
+        if found is not None:
+            return found
+        conn.execute(
+            insert_ignoring(conn, Community, ["platform", "external_id"]).values(
+                platform=ref.platform,
+                external_id=ref.community_id,
+                name=clean_name(ref.community_id),
+                timezone=self.default_timezone,
+                window_hours=self.default_window_hours,
+                created_at=self.now(),
             )
-        ).first()
-        if row is None:
-            conn.execute(
-                insert_ignoring(conn, Community, ["platform", "external_id"]).values(
-                    platform=ref.platform,
-                    external_id=ref.community_id,
-                    name=clean_name(ref.community_id),
-                    timezone=self.default_timezone,
-                    window_hours=self.default_window_hours,
-                    created_at=self.now(),
-                )
-            )
-            row = conn.execute(
-                select(Community).where(
-                    col(Community.platform) == ref.platform, col(Community.external_id) == ref.community_id
-                )
-            ).one()
-        return _config_of(row)
+        )
+        created = self._find_community(conn, ref)
+        assert created is not None  # inserted above, or by a concurrent writer
+        return created
 
-    def _find_community(self, conn: Connection, ref: CommunityRef) -> CommunityConfig | None:
+    def _find_community(self, conn: Connection, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig | None:
         row = conn.execute(
             select(Community).where(
                 col(Community.platform) == ref.platform, col(Community.external_id) == ref.community_id
@@ -273,11 +268,6 @@ class StudyEngine:
         if unasked:
             return unasked[0], len(unasked) - 1
         return min(pool, key=lambda q: (last_asked[q.id], spread(q))), 0
-
-    def set_message_ref(self, round_id: int, message_ref: str) -> None:
-        """Remember where the platform posted a round (used to edit or reply to it)."""
-        with self.db.write() as conn:
-            conn.execute(update(Round).where(col(Round.id) == round_id).values(message_ref=message_ref[:128]))
 
     # ------------------------------------------------------------------ answers
 
@@ -402,7 +392,7 @@ class StudyEngine:
         looks_like_letter = _LETTER_RE.match(text) is not None
         now = self.now()
         with self.db.read() as conn:
-            community = self._find_community(conn, CommunityRef(user.platform, user.community_id))
+            community = self._find_community(conn, user)
             pending = None
             if community is not None:
                 member_id = self._find_member(conn, community.id, user)
@@ -465,7 +455,7 @@ class StudyEngine:
     def close_open_in(self, channel: ChannelRef) -> RevealCard | Notice:
         """Close the newest open daily round in a channel (the console's /close)."""
         with self.db.read() as conn:
-            community = self._find_community(conn, CommunityRef(channel.platform, channel.community_id))
+            community = self._find_community(conn, channel)
             round_id = None
             if community is not None:
                 round_id = conn.execute(
@@ -633,8 +623,7 @@ class StudyEngine:
     def score(self, user: UserRef) -> ScoreCard:
         now = self.now()
         with self.db.read() as conn:
-            ref = CommunityRef(user.platform, user.community_id)
-            community = self._find_community(conn, ref)
+            community = self._find_community(conn, user)
             tz = community.timezone if community else self.default_timezone
             week = scoring.iso_week(now, tz)
             member_id = self._find_member(conn, community.id, user) if community else None
@@ -746,7 +735,7 @@ class StudyEngine:
         """Delete a user's data in this community, only once they confirm."""
         name = clean_name(user.display_name)
         with self.db.write() as conn:
-            community = self._find_community(conn, CommunityRef(user.platform, user.community_id))
+            community = self._find_community(conn, user)
             member_id = self._find_member(conn, community.id, user) if community else None
             answers = 0
             if member_id is not None:

@@ -70,9 +70,7 @@ def earlier_outcomes(limit: int) -> Any:
     return (
         select(col(Answer.correct))
         .select_from(Round)
-        .outerjoin(
-            Answer, and_(col(Answer.round_id) == col(Round.id), col(Answer.member_id) == bindparam("member_id"))
-        )
+        .outerjoin(Answer, and_(col(Answer.round_id) == col(Round.id), col(Answer.member_id) == bindparam("member_id")))
         .where(
             col(Round.community_id) == bindparam("community_id"),
             col(Round.kind) == "daily",
