@@ -29,6 +29,8 @@ TOPICS: tuple[str, ...] = (
     "measuring",
     "large-scale",
     "compile",
+    "offloading",
+    "debugging",
 )
 
 ID_RE = re.compile(r"^[a-z0-9-]{3,60}$")
