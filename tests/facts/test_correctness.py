@@ -100,7 +100,7 @@ def test_frozen_input_reentrant_gives_none_grads() -> None:
     torch.manual_seed(0)
     block = torch.nn.Linear(4, 4)
     head = torch.nn.Linear(4, 4)
-    frozen = torch.randn(2, 4)  # e.g. the output of a frozen embedding
+    frozen = torch.randn(2, 4)  # a data batch, or the output of a frozen embedding
     with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True"):
         out = head(checkpoint(block, frozen, use_reentrant=True))
     out.sum().backward()
