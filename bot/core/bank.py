@@ -7,7 +7,9 @@ numbers, and never lets a malformed document escape as a traceback.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +41,14 @@ MAX_PROMPT = 300
 MAX_CHOICE = 80
 MIN_WHY = 40
 MIN_CHOICES, MAX_CHOICES = 2, 5
+# Give-aways: the correct choice may be at most this many times the distractors' mean length,
+# and the strictly longest choice in at most this share of the bank (chance is 1 in 3 to 5).
+MAX_CORRECT_LENGTH_RATIO = 1.3
+MAX_LONGEST_CORRECT_SHARE = 0.30
+# Near-duplicates: TF-IDF cosine of prompt + correct choice + its why (see similarity()).
+# Calibrated on the bank before issue 12's rewrite: the repeats the review found score 0.30
+# to 0.77 (tests/test_bank_rules.py keeps them as a fixture).
+NEAR_DUPLICATE_THRESHOLD = 0.30
 
 TOP_KEYS = {"topic", "questions"}
 QUESTION_KEYS = {"id", "difficulty", "prompt", "choices", "trap", "explain", "refs", "check", "demo"}
@@ -98,15 +108,20 @@ def normalise(text: str) -> str:
 
 
 class _Collector:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, style: bool = True) -> None:
         self.path = path
+        self.style = style  # also the give-away rules (lint), not only what makes a bank unusable
         self.problems: list[str] = []
+        self.style_problems: list[str] = []  # reported, but the question still loads
 
     def add(self, node: yaml.Node | None, message: str, line: int | None = None) -> None:
         if line is None:
             line = node.start_mark.line + 1 if node is not None else 1
         # One line per problem, whatever odd characters a key or value brought along.
         self.problems.append(f"{self.path}:{line}: {' '.join(message.split())}")
+
+    def add_style(self, node: yaml.Node, message: str) -> None:
+        self.style_problems.append(f"{self.path}:{node.start_mark.line + 1}: {message}")
 
 
 def _construct(node: yaml.Node) -> object:
@@ -240,6 +255,7 @@ def _choices(node: yaml.Node, out: _Collector) -> list[Choice]:
     choices: list[Choice] = []
     seen: dict[str, int] = {}
     correct_count = 0
+    lengths: list[tuple[int, bool, yaml.Node]] = []
     for cnode in node.value:
         entries = _mapping(cnode, "a choice", out)
         if entries is None:
@@ -277,11 +293,28 @@ def _choices(node: yaml.Node, out: _Collector) -> list[Choice]:
             else:
                 correct = value
         correct_count += correct
+        if text is not None:
+            lengths.append((len(text), correct, entries["text"][1]))
         if text is not None and why is not None:
             choices.append(Choice(text=text, correct=correct, why=why))
     if correct_count != 1:
         out.add(node, f"exactly one choice must be correct; {correct_count} are")
+    elif out.style and len(lengths) == count >= MIN_CHOICES:
+        _length_giveaway(lengths, out)
     return choices
+
+
+def _length_giveaway(lengths: list[tuple[int, bool, yaml.Node]], out: _Collector) -> None:
+    """The correct choice may not stand out by its length (a give-away)."""
+    right = next((n, tnode) for n, correct, tnode in lengths if correct)
+    wrong = [n for n, correct, _ in lengths if not correct]
+    mean = sum(wrong) / len(wrong)
+    if right[0] > MAX_CORRECT_LENGTH_RATIO * mean:
+        out.add_style(
+            right[1],
+            f"the correct choice is {right[0]} characters, {right[0] / mean:.2f}x the distractors' mean of "
+            f"{mean:.0f}; the limit is {MAX_CORRECT_LENGTH_RATIO}x (its length gives it away)",
+        )
 
 
 def check_problem(check: str, root: Path | None) -> str | None:
@@ -300,9 +333,10 @@ def check_problem(check: str, root: Path | None) -> str | None:
     return None
 
 
-def parse_file(path: Path, text: str, root: Path | None = None) -> tuple[list[Question], list[str]]:
-    """Questions and problems of one YAML document; never raises on bad content."""
-    out = _Collector(str(path))
+def parse_file(path: Path, text: str, root: Path | None = None, style: bool = True) -> tuple[list[Question], list[str]]:
+    """Questions and problems of one YAML document; never raises on bad content. `style`
+    adds the give-away rules (`questions lint`), which do not make a question unusable."""
+    out = _Collector(str(path), style)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
@@ -318,7 +352,7 @@ def parse_file(path: Path, text: str, root: Path | None = None) -> tuple[list[Qu
         return [], out.problems
     try:
         questions = _document(node, path, root, out)
-        return questions, sorted(out.problems, key=_line_of)
+        return questions, sorted(out.problems + out.style_problems, key=_line_of)
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
         # A scalar the safe constructor refuses (e.g. a malformed timestamp) lands here.
         line = getattr(getattr(exc, "problem_mark", None), "line", 0) + 1
@@ -364,8 +398,10 @@ def _document(node: yaml.Node, path: Path, root: Path | None, out: _Collector) -
     return questions
 
 
-def collect(paths: Sequence[Path], root: Path | None = None) -> tuple[list[Question], list[str]]:
-    """Parse every file (a directory means its *.yaml) and check the bank as a whole."""
+def collect(paths: Sequence[Path], root: Path | None = None, style: bool = True) -> tuple[list[Question], list[str]]:
+    """Parse every file (a directory means its *.yaml) and check the bank as a whole. `style`
+    (what `questions lint` and CI enforce) adds the give-away and near-duplicate rules; the
+    bot's loader leaves them out, so a style slip never stops it from starting."""
     files: list[Path] = []
     problems: list[str] = []
     for path in paths:
@@ -388,7 +424,7 @@ def collect(paths: Sequence[Path], root: Path | None = None) -> tuple[list[Quest
         except OSError as exc:
             problems.append(f"{file}:1: cannot be read ({exc.strerror})")
             continue
-        found, file_problems = parse_file(file, text, root)
+        found, file_problems = parse_file(file, text, root, style)
         questions.extend(found)
         problems.extend(file_problems)
     first_id: dict[str, str] = {}
@@ -403,12 +439,115 @@ def collect(paths: Sequence[Path], root: Path | None = None) -> tuple[list[Quest
             problems.append(f"{q.source}: the same prompt stands at {first_prompt[key]}")
         else:
             first_prompt[key] = q.source
+    if style:
+        problems.extend(bank_problems(questions, where=f"{paths[0]}:1" if paths else "bank:1"))
     return questions, problems
+
+
+# ---------------------------------------------------------------- bank-wide rules
+
+
+def correct_is_longest(question: Question) -> bool:
+    """Whether the correct choice is strictly longer than every other choice."""
+    right = len(question.choices[question.answer_index].text)
+    return all(len(c.text) < right for c in question.choices if not c.correct)
+
+
+def longest_correct_share(questions: Sequence[Question]) -> tuple[int, int]:
+    """(questions whose correct choice is the strictly longest, questions)."""
+    return sum(correct_is_longest(q) for q in questions), len(questions)
+
+
+_WORD_RE = re.compile(r"[a-z0-9]+")
+_STOPWORDS = frozenset(
+    "a about after all also an and any are as at be been before but by can do does did each for from "
+    "has have how if in into is it its more most no not of on one only or so than that the their them "
+    "then there these they this those to was were what when where which who why will with would you your".split()
+)
+_SYNONYMS = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "fp32": "float32",
+    "attn": "attention",
+    "recomputation": "recompute",
+    "rematerialization": "recompute",
+    "rebuild": "recompute",
+    "rebuilt": "recompute",
+    "rerun": "recompute",
+    "reruns": "recompute",
+}
+_SUFFIXES = ("ations", "ation", "ing", "ed", "es", "s")
+
+
+def _terms(text: str) -> Counter[str]:
+    """Word counts after casefolding, dropping stop words and a light stemming (no_grad -> nograd)."""
+    counts: Counter[str] = Counter()
+    for word in _WORD_RE.findall(text.casefold().replace("_", "")):
+        if word in _STOPWORDS:
+            continue
+        word = _SYNONYMS.get(word, word)
+        for suffix in _SUFFIXES:
+            if len(word) - len(suffix) >= 4 and word.endswith(suffix):
+                word = word[: -len(suffix)]
+                break
+        counts[word] += 1
+    return counts
+
+
+def similarity_text(question: Question) -> str:
+    """What near-duplicates are compared on: the prompt, the correct choice and its why."""
+    right = question.choices[question.answer_index]
+    return f"{question.prompt} {right.text} {right.why}"
+
+
+def near_duplicates(
+    questions: Sequence[Question], threshold: float = NEAR_DUPLICATE_THRESHOLD
+) -> list[tuple[float, Question, Question]]:
+    """Pairs whose TF-IDF cosine similarity reaches the threshold, most similar first.
+
+    Term weights are counts times log(1 + N / document frequency) over these questions, so
+    words that every question uses (checkpoint, memory, backward) weigh little and the rare
+    words two questions share (autocast, no_grad, attention core) weigh much."""
+    terms = [_terms(similarity_text(q)) for q in questions]
+    frequency: Counter[str] = Counter(word for counts in terms for word in counts)
+    idf = {word: math.log(1 + len(questions) / n) for word, n in frequency.items()}
+    vectors = []
+    for counts in terms:
+        vector = {word: n * idf[word] for word, n in counts.items()}
+        norm = math.sqrt(sum(w * w for w in vector.values())) or 1.0
+        vectors.append({word: w / norm for word, w in vector.items()})
+    found = []
+    for i, a in enumerate(vectors):
+        for j in range(i + 1, len(vectors)):
+            b = vectors[j]
+            small, large = (a, b) if len(a) <= len(b) else (b, a)
+            score = sum(w * large.get(word, 0.0) for word, w in small.items())
+            if score >= threshold and normalise(questions[i].prompt) != normalise(questions[j].prompt):
+                found.append((score, questions[i], questions[j]))
+    return sorted(found, key=lambda item: -item[0])
+
+
+def bank_problems(questions: Sequence[Question], where: str) -> list[str]:
+    """The rules over the whole bank: the share of longest correct choices and near-duplicates.
+    `where` (path:line) is where the bank-wide share is reported."""
+    problems = []
+    longest, total = longest_correct_share(questions)
+    if total and longest / total > MAX_LONGEST_CORRECT_SHARE:
+        problems.append(
+            f"{where}: the correct choice is the strictly longest in {longest} of {total} questions "
+            f"({longest / total:.0%}); the limit is {MAX_LONGEST_CORRECT_SHARE:.0%}"
+        )
+    for score, a, b in near_duplicates(questions):
+        problems.append(
+            f"{a.source}: question '{a.id}' is a near-duplicate of '{b.id}' at {b.source} "
+            f"(similarity {score:.2f}, limit {NEAR_DUPLICATE_THRESHOLD:.2f}): ask a different thing or merge them"
+        )
+    return problems
 
 
 def load_bank(path: Path, root: Path | None = None) -> Bank:
     """The whole bank, or BankError listing every problem."""
-    questions, problems = collect([path], root)
+    questions, problems = collect([path], root, style=False)
     if problems:
         raise BankError(problems)
     if not questions:
