@@ -4,6 +4,7 @@ PostgreSQL server, the small test bank, and engines built on them."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from bot.core.bank import Bank, load_bank
 from bot.core.engine import StudyEngine
@@ -21,7 +23,15 @@ from bot.store.database import Database, upgrade
 ROOT = Path(__file__).resolve().parent.parent
 TEST_BANK = ROOT / "tests" / "data" / "bank"
 POSTGRES_URL = os.environ.get("STUDYBOT_TEST_POSTGRES_URL")
-IN_CI = os.environ.get("CI") == "true"
+
+
+def ci_enabled(value: str | None) -> bool:
+    """Whether a CI environment variable says "this is CI": any value but unset, empty, 0,
+    false, no or off (case-insensitive), so CI=1, CI=True and CI=yes all count."""
+    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+IN_CI = ci_enabled(os.environ.get("CI"))
 
 
 @dataclass
@@ -51,7 +61,20 @@ def test_bank() -> Bank:
     return load_bank(TEST_BANK)
 
 
+def is_test_database_name(name: str | None) -> bool:
+    """Whether a database name plainly marks a throwaway test database: "test" or "tests" as a
+    word of it (studybot_test, test-studybot, tests2), not inside another word (contest, latest)."""
+    return re.search(r"(?<![a-z])tests?(?![a-z])", (name or "").lower()) is not None
+
+
 def _reset_postgres(url: str) -> None:
+    """Drop and recreate the public schema: only ever on a database named as a test database."""
+    name = make_url(url).database
+    if not is_test_database_name(name):
+        pytest.fail(
+            f"Refusing to reset database {name!r} from STUDYBOT_TEST_POSTGRES_URL: the tests drop its "
+            "public schema, so its name must mark it as a test database (contain 'test', e.g. studybot_test)."
+        )
     engine = create_engine(url)
     with engine.begin() as conn:
         conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
@@ -63,7 +86,9 @@ def postgres_url_or_skip() -> str:
     if POSTGRES_URL:
         return POSTGRES_URL
     if IN_CI:
-        pytest.fail("CI=true but STUDYBOT_TEST_POSTGRES_URL is not set: .ci/run must start PostgreSQL")
+        pytest.fail(
+            f"CI={os.environ.get('CI')} but STUDYBOT_TEST_POSTGRES_URL is not set: .ci/run must start PostgreSQL"
+        )
     pytest.skip("PostgreSQL not available: set STUDYBOT_TEST_POSTGRES_URL to run the store tests on it")
 
 

@@ -122,7 +122,8 @@ def test_bad_input_gets_one_sentence_and_the_chat_goes_on(chat: Console, line: s
     reply = chat.handle(line)
     assert kinds(reply) == [kind] and words in reply[0].text
     assert "\n" not in reply[0].text
-    assert only(chat.handle("/score"), "score")  # still alive
+    score = only(chat.handle("/score"), "score")  # still alive, and nothing was scored
+    assert score.text.startswith("Ann:") and score.data["total_points"] == 0
 
 
 def test_unicode_names_are_cleaned(chat: Console) -> None:
@@ -133,24 +134,20 @@ def test_unicode_names_are_cleaned(chat: Console) -> None:
 def test_a_locked_database_is_reported_and_nothing_is_lost(
     tmp_path: Path, sqlite_url: str, test_bank: Bank, clock: FakeClock
 ) -> None:
-    db = Database(sqlite_url)
+    db = Database(sqlite_url, busy_timeout_ms=200)  # give up fast on another process's lock
     chat = Console(StudyEngine(db, test_bank, clock=clock), community="club", user="Ann")
     card = only(chat.handle("/daily"), "question")
-    assert only(chat.handle("a"), "feedback")
-    import bot.store.database as database
+    ann = only(chat.handle("a"), "feedback")
+    assert ann.data["chosen"] == "A" and ann.data["round_id"] == card.data["round_id"]
 
     path = sqlite_url.removeprefix("sqlite:///")
     blocker = sqlite3.connect(path, timeout=0)
     blocker.execute("BEGIN EXCLUSIVE")
-    original = database.BUSY_TIMEOUT_MS
     try:
-        db.dispose()
-        database.BUSY_TIMEOUT_MS = 200  # new connections give up fast
         chat.handle("/as Bob")
         reply = chat.handle("b")
         assert kinds(reply) == ["error"] and "busy or read-only" in reply[0].text
     finally:
-        database.BUSY_TIMEOUT_MS = original
         blocker.rollback()
         blocker.close()
     db.dispose()
@@ -168,14 +165,17 @@ def test_a_read_only_database_is_reported_and_nothing_is_lost(
     url = f"sqlite:///{tmp_path / 'ro.db'}"
     upgrade(url)
     chat = Console(StudyEngine(Database(url), test_bank, clock=clock), community="club", user="Ann")
-    only(chat.handle("/daily"), "question")
-    assert only(chat.handle("a"), "feedback")
+    card = only(chat.handle("/daily"), "question")
+    ann = only(chat.handle("a"), "feedback")
+    assert ann.data["chosen"] == "A" and ann.data["round_id"] == card.data["round_id"]
     # Reopen the same file read-only, as a mount or a permission change would.
     ro = Database(f"sqlite:///file:{tmp_path / 'ro.db'}?mode=ro&uri=true")
     ro_chat = Console(StudyEngine(ro, test_bank, clock=clock), community="club", user="Bob")
     reply = ro_chat.handle("b")
     assert kinds(reply) == ["error"] and "busy or read-only" in reply[0].text
-    assert only(ro_chat.handle("/leaderboard all"), "leaderboard")  # reads still work
+    board = only(ro_chat.handle("/leaderboard all"), "leaderboard")  # reads still work, and see Ann's answer
+    assert board.data == only(chat.handle("/leaderboard all"), "leaderboard").data
+    assert sum(row["points"] for row in board.data["rows"]) == ann.data["points"]
     reveal = only(chat.handle("/close"), "reveal")
     assert sum(reveal.data["counts"].values()) == 1
 

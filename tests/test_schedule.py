@@ -5,6 +5,7 @@ test asserts on what was posted."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -316,16 +317,25 @@ def test_two_schedulers_ticking_at_the_same_instant(sqlite_url: str, test_bank: 
         walls = [Wall(clock) for _ in engines]
         schedulers = [StudyScheduler(e, w, clock=clock) for e, w in zip(engines, walls, strict=True)]
         barrier = threading.Barrier(len(schedulers))
+        errors: list[Exception] = []
 
         def start(s: StudyScheduler) -> None:
-            barrier.wait()
-            s.catch_up()
+            try:
+                barrier.wait(timeout=30)
+                s.catch_up()
+            except Exception as exc:  # surfaced below, in the test's own thread
+                errors.append(exc)
 
-        threads = [threading.Thread(target=start, args=(s,)) for s in schedulers]
+        threads = [threading.Thread(target=start, args=(s,), daemon=True) for s in schedulers]
         for t in threads:
             t.start()
+        deadline = time.monotonic() + 30
         for t in threads:
-            t.join(30)
+            t.join(max(0.0, deadline - time.monotonic()))
+        hung = [t.name for t in threads if t.is_alive()]
+        assert not hung, f"scheduler threads still running after 30 s: {hung}"
+        if errors:
+            raise ExceptionGroup("a scheduler thread failed", errors)
         kinds = sorted(type(card).__name__ for w in walls for _, _, card in w.posts)
         assert kinds == ["LeaderboardCard", "QuestionCard"]
     finally:

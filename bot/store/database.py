@@ -19,14 +19,14 @@ from bot.core.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_MS = 5000
+DEFAULT_BUSY_TIMEOUT_MS = 5000
 UNAVAILABLE = "The database is busy or read-only right now, so nothing was saved; please try again in a moment."
 
 
-def _sqlite_engine(url: str, immediate: bool) -> Engine:
+def _sqlite_engine(url: str, immediate: bool, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Engine:
     engine = create_engine(
         url,
-        connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+        connect_args={"timeout": busy_timeout_ms / 1000, "check_same_thread": False},
         pool_size=16,
         max_overflow=16,
     )
@@ -36,7 +36,7 @@ def _sqlite_engine(url: str, immediate: bool) -> Engine:
         # Let SQLAlchemy emit BEGIN itself so that writes can say IMMEDIATE.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute("PRAGMA synchronous = NORMAL")
         try:
@@ -54,19 +54,33 @@ def _sqlite_engine(url: str, immediate: bool) -> Engine:
     return engine
 
 
-class Database:
-    """Two engines on one database: one for reads, one whose transactions write."""
+def _unavailable(exc: DBAPIError, action: str) -> StoreUnavailable | None:
+    """The StoreUnavailable that a database error means for the user, or None when the error
+    is a bug to surface as it is. Busy, locked, read-only or unreachable databases
+    (OperationalError) and dropped connections (connection_invalidated) are unavailability."""
+    if isinstance(exc, OperationalError) or exc.connection_invalidated:
+        log.warning("database unavailable for a %s: %s", action, exc.orig)
+        return StoreUnavailable(UNAVAILABLE)
+    return None
 
-    def __init__(self, url: str) -> None:
+
+class Database:
+    """Two engines on one database: one for reads, one whose transactions write.
+
+    busy_timeout_ms: how long a SQLite connection waits for another process's lock before
+    the operation fails as unavailable (ignored for PostgreSQL)."""
+
+    def __init__(self, url: str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
         self.url = url
+        self.busy_timeout_ms = busy_timeout_ms
         self.is_sqlite = url.startswith("sqlite")
         # SQLite has one writer at a time. Writers of this process queue on a mutex instead of
         # in SQLite's busy handler, whose sleeps (up to 100 ms each) would set the tail latency;
         # other processes still wait through busy_timeout.
         self._write_gate: threading.Lock | None = threading.Lock() if self.is_sqlite else None
         if self.is_sqlite:
-            self.reader = _sqlite_engine(url, immediate=False)
-            self.writer = _sqlite_engine(url, immediate=True)
+            self.reader = _sqlite_engine(url, immediate=False, busy_timeout_ms=busy_timeout_ms)
+            self.writer = _sqlite_engine(url, immediate=True, busy_timeout_ms=busy_timeout_ms)
         else:
             self.reader = self.writer = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
@@ -79,13 +93,11 @@ class Database:
                 gate.acquire()
             with self.writer.begin() as conn:
                 yield conn
-        except OperationalError as exc:
-            log.warning("database unavailable for a write: %s", exc.orig)
-            raise StoreUnavailable(UNAVAILABLE) from exc
         except DBAPIError as exc:
-            if exc.connection_invalidated:
-                raise StoreUnavailable(UNAVAILABLE) from exc
-            raise
+            unavailable = _unavailable(exc, "write")
+            if unavailable is None:
+                raise
+            raise unavailable from exc
         finally:
             if gate is not None:
                 gate.release()
@@ -95,9 +107,11 @@ class Database:
         try:
             with self.reader.begin() as conn:
                 yield conn
-        except OperationalError as exc:
-            log.warning("database unavailable for a read: %s", exc.orig)
-            raise StoreUnavailable(UNAVAILABLE) from exc
+        except DBAPIError as exc:
+            unavailable = _unavailable(exc, "read")
+            if unavailable is None:
+                raise
+            raise unavailable from exc
 
     def dispose(self) -> None:
         self.reader.dispose()
@@ -117,7 +131,7 @@ def migrations_dir() -> Path:
     return Path(__file__).with_name("migrations")
 
 
-def upgrade(url: str) -> None:
+def upgrade(url: str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
     """Create or upgrade the schema to the newest Alembic revision."""
     from alembic import command
     from alembic.config import Config
@@ -130,7 +144,7 @@ def upgrade(url: str) -> None:
     try:
         command.upgrade(config, "head")
         if url.startswith("sqlite"):  # WAL is a property of the file: set it once it exists
-            engine = _sqlite_engine(url, immediate=False)
+            engine = _sqlite_engine(url, immediate=False, busy_timeout_ms=busy_timeout_ms)
             with engine.connect():
                 pass
             engine.dispose()
