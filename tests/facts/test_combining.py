@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import warnings
 
 import torch
 from torch import nn
@@ -22,26 +21,11 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
     checkpoint_wrapper,
     offload_wrapper,
 )
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import checkpoint
 
 from tests.facts.support import Block, SavedBytes
 
 # ----------------------------------------------------------------------------- helpers
-
-
-class MatmulDtypes(TorchDispatchMode):
-    """Record the dtype of every aten.mm / aten.addmm call."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[tuple[str, torch.dtype]] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        out = func(*args, **(kwargs or {}))
-        if func in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default):
-            self.calls.append((str(func), out.dtype))
-        return out
 
 
 def relu_block(d: int = 16) -> Block:
@@ -154,26 +138,6 @@ def test_offload_wrapper_stores_instead_of_recomputing(monkeypatch) -> None:  # 
     assert ckpt_block.calls == 2  # checkpointing: the forward runs again
 
 
-def test_autocast_state_is_replayed_during_recompute() -> None:
-    torch.manual_seed(0)
-    lin = nn.Linear(16, 16)
-
-    def fn(x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(lin(x)) @ lin.weight
-
-    for reentrant in (False, True):
-        x = torch.randn(4, 16, requires_grad=True)
-        with MatmulDtypes() as fwd, torch.autocast("cpu", dtype=torch.bfloat16):
-            out = checkpoint(fn, x, use_reentrant=reentrant)
-        assert {d for _, d in fwd.calls} == {torch.bfloat16}
-        # backward runs outside autocast, yet the recomputed forward is bf16 again
-        assert not torch.is_autocast_enabled("cpu")
-        with MatmulDtypes() as bwd:
-            out.float().sum().backward()
-        recompute = [d for _, d in bwd.calls[: len(fwd.calls)]]
-        assert recompute == [torch.bfloat16] * len(fwd.calls), (reentrant, bwd.calls)
-
-
 def test_mixed_precision_and_checkpointing_stack() -> None:
     torch.manual_seed(0)
     model = nn.Sequential(*[relu_block(32) for _ in range(4)])
@@ -230,49 +194,3 @@ def test_gradient_accumulation_matches_full_batch_and_scales_saved_bytes() -> No
     assert one_micro.nbytes * micro == full_saved.nbytes
     # checkpointing the micro-batch shrinks it further
     assert max(micro_saved) < one_micro.nbytes
-
-
-class LoRALinear(nn.Module):
-    def __init__(self, d: int = 16, r: int = 2) -> None:
-        super().__init__()
-        self.base = nn.Linear(d, d)
-        self.base.requires_grad_(False)  # frozen pretrained weight
-        self.lora_a = nn.Parameter(torch.randn(r, d) * 0.1)
-        self.lora_b = nn.Parameter(torch.randn(d, r) * 0.1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.base(x) + x @ self.lora_a.t() @ self.lora_b.t()
-
-
-def _lora_model() -> tuple[nn.Embedding, LoRALinear]:
-    torch.manual_seed(0)
-    emb = nn.Embedding(10, 16)
-    emb.requires_grad_(False)  # frozen embedding: its output does not require grad
-    return emb, LoRALinear()
-
-
-def test_lora_adapters_get_no_grad_under_reentrant_with_frozen_input() -> None:
-    emb, layer = _lora_model()
-    ids = torch.tensor([[1, 2, 3]])
-
-    head = nn.Linear(16, 1)  # a trainable layer after the checkpointed block
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = checkpoint(layer, emb(ids), use_reentrant=True)
-    assert any("None of the inputs have requires_grad=True" in str(w.message) for w in caught)
-    assert not out.requires_grad  # the checkpointed block is cut out of the graph
-    head(out).sum().backward()  # training "works": no error is raised
-    assert head.weight.grad is not None
-    assert layer.lora_a.grad is None and layer.lora_b.grad is None  # adapters never learn
-
-    # fix 1: make the checkpoint's input require grad (what enable_input_require_grads does)
-    hidden = emb(ids).requires_grad_(True)
-    checkpoint(layer, hidden, use_reentrant=True).sum().backward()
-    assert layer.lora_a.grad is not None and layer.lora_b.grad is not None
-
-    # fix 2: the non-reentrant variant does not need a grad-requiring input
-    emb2, layer2 = _lora_model()
-    checkpoint(layer2, emb2(ids), use_reentrant=False).sum().backward()
-    assert layer2.lora_a.grad is not None
-    torch.testing.assert_close(layer2.lora_a.grad, layer.lora_a.grad)
