@@ -16,7 +16,7 @@ import typer
 
 from bot import __version__
 from bot.config import ROOT, Settings
-from bot.core.bank import TOPICS, Bank, collect, load_bank
+from bot.core.bank import MAX_LONGEST_CORRECT_SHARE, TOPICS, Bank, collect, load_bank, longest_correct_share
 from bot.core.engine import StudyEngine
 from bot.core.errors import BankError, StudyBotError
 from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, QuestionCard, RevealCard
@@ -214,6 +214,11 @@ def questions_stats() -> None:
         typer.echo(f"{topic:<16}{sum(counts):>6}{counts[0]:>6}{counts[1]:>6}{counts[2]:>6}{checks[topic]:>8}")
     totals = [sum(per[(t, d)] for t in TOPICS) for d in (1, 2, 3)]
     typer.echo(f"{'all':<16}{sum(totals):>6}{totals[0]:>6}{totals[1]:>6}{totals[2]:>6}{sum(checks.values()):>8}")
+    longest, total = longest_correct_share(bank.questions)
+    typer.echo(
+        f"correct choice strictly the longest: {longest} of {total} ({longest / total:.0%}); "
+        f"the limit is {MAX_LONGEST_CORRECT_SHARE:.0%}"
+    )
 
 
 @app.command()
