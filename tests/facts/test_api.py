@@ -57,6 +57,8 @@ def _block() -> torch.nn.Module:
 def test_checkpoint_keeps_fewer_intermediates() -> None:
     block = _block()
     x = torch.randn(16, 32, requires_grad=True)
+    # the call runs block now and returns its usual output (nothing is deferred)
+    assert torch.equal(checkpoint(block, x, use_reentrant=False), block(x))
     plain = held_intermediate_bytes(lambda: block(x))
     ckpt = held_intermediate_bytes(lambda: checkpoint(block, x, use_reentrant=False))
     assert plain > 0
@@ -122,7 +124,8 @@ def test_determinism_check_accepts_only_default_and_none() -> None:
     x = torch.randn(2, 4, requires_grad=True)
     for ok in ("default", "none"):
         checkpoint(lin, x, use_reentrant=False, determinism_check=ok).sum().backward()
-    for bad in ("strict", "full", "values"):
+    # no level compares values, and the option is a string, not a boolean switch
+    for bad in ("strict", "full", "values", True, None):
         with pytest.raises(ValueError, match="determinism_check should be one of"):
             checkpoint(lin, x, use_reentrant=False, determinism_check=bad)
 
@@ -180,21 +183,6 @@ def test_preserve_rng_state_defaults_to_true_and_replays_dropout() -> None:
     y = checkpoint(drop, x, use_reentrant=False, preserve_rng_state=False)
     y.sum().backward()
     assert not torch.equal(y != 0, x.grad != 0)
-
-
-@pytest.mark.parametrize("use_reentrant", [False, True])
-def test_no_grad_runs_function_once(use_reentrant: bool) -> None:
-    calls = [0]
-
-    def body(a: torch.Tensor) -> torch.Tensor:
-        calls[0] += 1
-        return a.sin().cos()
-
-    x = torch.randn(3, requires_grad=True)
-    with torch.no_grad():
-        y = checkpoint(body, x, use_reentrant=use_reentrant)
-    assert calls[0] == 1
-    assert not y.requires_grad
 
 
 def test_early_stop_skips_tail_of_function() -> None:
