@@ -221,6 +221,59 @@ def questions_stats() -> None:
     )
 
 
+@questions_app.command("analysis")
+def questions_analysis(
+    community: Annotated[str | None, typer.Option(help="Only this community id (default: all).")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only this platform (console, discord, slack).")] = None,
+    min_answers: Annotated[int, typer.Option(min=1, help="Answers a question needs before it is flagged.")] = 10,
+    flagged: Annotated[bool, typer.Option("--flagged", help="Only flagged questions.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
+) -> None:
+    """Item analysis of the answers given: share right, discrimination, pick rates and flags."""
+    from bot.core.item_analysis import analyse, letter
+    from bot.store.item_stats import answer_rows
+
+    settings = Settings()
+    bank = _bank_or_exit(settings)
+    try:
+        upgrade(settings.database_url)
+        database = Database(settings.database_url)
+        try:
+            with database.read() as conn:
+                rows = answer_rows(conn, platform=platform, external_id=community)
+        finally:
+            database.dispose()
+    except StudyBotError as exc:
+        raise fail(exc.message) from None
+    items = [s for s in analyse(rows, bank.questions, min_answers) if s.flags or not flagged]
+    if as_json:
+        fields = ("question_id", "key", "answers", "share_correct", "discrimination", "pick_rates", "flags")
+        typer.echo(
+            json.dumps(
+                [
+                    {f: getattr(s, f) for f in fields}
+                    | {"suspect_choice": s.suspect_choice, "dead_choices": s.dead_choices, "notes": s.describe()}
+                    for s in items
+                ],
+                indent=2,
+            )
+        )
+        return
+    typer.echo(f"{'question':<44}{'answers':>8}{'right':>7}{'disc':>7}  {'picks (key*)':<28}flags")
+    for s in items:
+        right = "-" if s.share_correct is None else f"{s.share_correct:.0%}"
+        disc = "-" if s.discrimination is None else f"{s.discrimination:+.2f}"
+        picks = " ".join(f"{letter(i)}{'*' if i == s.key else ''}{rate:.0%}" for i, rate in enumerate(s.pick_rates))
+        typer.echo(f"{s.question_id:<44}{s.answers:>8}{right:>7}{disc:>7}  {picks:<28}{','.join(s.flags)}")
+    for s in items:
+        for note in s.describe():
+            typer.echo(f"! {note}")
+    typer.echo(
+        f"{len(rows)} answers; {sum(1 for s in items if s.flags)} questions flagged "
+        f"(flags other than unanswered need {min_answers} answers)."
+    )
+
+
 @app.command()
 def leaderboard(
     community: Annotated[str, typer.Option(help="The community id.")],
