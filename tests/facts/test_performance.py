@@ -130,3 +130,45 @@ def test_non_reentrant_early_stop_skips_the_trailing_matmul() -> None:
     # stops once every saved tensor is rebuilt: the last matmul's inputs are saved
     # before it runs, so it is never recomputed
     assert mm_count(use_reentrant=False) == plain + 1
+
+
+def _attention_saved_bytes(s: int, fused: bool) -> int:
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, s, 16, requires_grad=True) for _ in range(3))
+    with SavedBytes() as m:
+        if fused:
+            torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        else:
+            torch.softmax(q @ k.transpose(-1, -2) / 4, dim=-1) @ v
+    return m.nbytes
+
+
+def test_fused_attention_keeps_no_sequence_squared_tensor() -> None:
+    # unfused attention saves (s, s) scores and probabilities: more than 2x per doubling of s
+    unfused = [_attention_saved_bytes(s, fused=False) for s in (64, 128, 256)]
+    assert unfused[1] > 2 * unfused[0] and unfused[2] > 2 * unfused[1]
+    # the fused kernel saves inputs, output and per-row statistics: exactly linear in s,
+    # so recomputing it would win back little memory for a costly rerun
+    fused = [_attention_saved_bytes(s, fused=True) for s in (64, 128, 256)]
+    assert fused[1] == 2 * fused[0] and fused[2] == 2 * fused[1]
+    assert fused[2] < unfused[2]
+
+
+def test_checkpointing_a_single_pointwise_op_saves_nothing() -> None:
+    # The multi-op chain in MixedBlock is what makes pointwise-only checkpointing pay: with
+    # one op, the checkpoint keeps the op's input and the next matmul still keeps its output.
+    torch.manual_seed(0)
+    up = nn.Linear(32, 128, bias=False)
+    down = nn.Linear(128, 32, bias=False)
+    x = torch.randn(8, 32, requires_grad=True)
+
+    def saved(act, ckpt: bool) -> int:  # type: ignore[no-untyped-def]
+        with SavedBytes(exclude=nn.ModuleList([up, down])) as m:
+            u = up(x)
+            g = checkpoint(act, u, use_reentrant=False) if ckpt else act(u)
+            down(g)
+        return m.nbytes
+
+    gelu = torch.nn.functional.gelu
+    assert saved(gelu, ckpt=True) == saved(gelu, ckpt=False)  # GELU saved its input anyway
+    assert saved(torch.relu, ckpt=True) > saved(torch.relu, ckpt=False)  # ReLU: one more tensor
