@@ -1,0 +1,270 @@
+"""Fact tests for questions/offloading.yaml (activation offloading, torch 2.13, CPU build).
+
+Each test runs on the CPU with small tensors and asserts the behaviour a question rests
+on. There is no GPU here, so facts about the device-to-host path are shown through the
+part the CPU can see: which tensors the pack hook receives, what it returns, which copy
+calls it makes (recorded by patching), and how many forward ops backward runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.autograd.graph import save_on_cpu, saved_tensors_hooks
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+    OffloadWrapper,
+    apply_activation_checkpointing,
+    offload_wrapper,
+)
+from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy
+from torch.utils.checkpoint import checkpoint
+from torch.utils.flop_counter import FlopCounterMode
+
+from tests.facts.support import Block, OpCounter, SavedMeter, make_stack, param_ptrs, run_chain
+
+FORWARD_MATMULS = ("addmm", "mm")
+
+
+def _grads(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+class _Recorder:
+    """saved_tensors_hooks that delegate to another pair and log what they see."""
+
+    def __init__(self, inner: saved_tensors_hooks | None = None) -> None:
+        self.inner = inner
+        self.packed: list[torch.Tensor] = []
+        self.unpacks = 0
+        self.events: list[str] = []
+
+    def pack(self, t: torch.Tensor):  # type: ignore[no-untyped-def]
+        self.packed.append(t)
+        self.events.append("pack")
+        return self.inner.pack_hook(t) if self.inner else t
+
+    def unpack(self, p):  # type: ignore[no-untyped-def]
+        self.unpacks += 1
+        self.events.append("unpack")
+        return self.inner.unpack_hook(p) if self.inner else p
+
+    def hooks(self) -> saved_tensors_hooks:
+        return saved_tensors_hooks(self.pack, self.unpack)
+
+
+# ----------------------------------------------------------------------------- tests
+
+
+def test_offloading_runs_no_forward_op_in_backward() -> None:
+    model = make_stack(n=3, h=16)
+    x = torch.randn(8, 16, requires_grad=True)
+
+    def backward_matmuls(mode: str) -> int:
+        m = copy.deepcopy(model)
+        if mode == "offload":
+            with save_on_cpu():
+                out = m(x)
+        else:
+            out = run_chain(m, x, ckpt=(mode == "checkpoint"))
+        with OpCounter() as ops:
+            out.sum().backward()
+        return sum(ops.ops[name] for name in FORWARD_MATMULS)
+
+    plain, offload, ckpt = (backward_matmuls(m) for m in ("plain", "offload", "checkpoint"))
+    assert offload == plain  # offloading adds no compute to backward
+    assert ckpt > plain  # checkpointing reruns the forward matmuls
+
+
+def test_pack_runs_in_forward_and_unpack_in_backward() -> None:
+    torch.manual_seed(0)
+    block = Block(8)
+    x = torch.randn(4, 8, requires_grad=True)
+    rec = _Recorder()
+    with rec.hooks():
+        y = block(x)
+        assert rec.events and set(rec.events) == {"pack"}  # forward only packs
+        after_forward = len(rec.events)
+    y.sum().backward()
+    assert set(rec.events[after_forward:]) == {"unpack"}  # backward only unpacks
+    assert rec.unpacks == len(rec.packed)  # each saved tensor is read back once
+
+
+def test_save_on_cpu_keeps_cpu_tensors_as_they_are() -> None:
+    x = torch.randn(16, 16, requires_grad=True)
+    device, kept = save_on_cpu().pack_hook(x)
+    assert device == torch.device("cpu")
+    assert kept.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()  # no copy
+    # the same holds for every tensor a CPU forward pass saves: nothing moves, nothing is freed
+    torch.manual_seed(0)
+    block = Block(16)
+    hooks = save_on_cpu()
+    same: list[bool] = []
+
+    def pack(t: torch.Tensor):  # type: ignore[no-untyped-def]
+        dev, stored = hooks.pack_hook(t)
+        same.append(stored.untyped_storage().data_ptr() == t.untyped_storage().data_ptr())
+        return dev, stored
+
+    with saved_tensors_hooks(pack, hooks.unpack_hook):
+        out = block(x)
+    out.sum().backward()
+    assert same and all(same)
+
+
+def test_pin_memory_makes_both_copies_non_blocking(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With a CUDA device present, pin_memory=True allocates the host copy pinned and
+    issues non_blocking copies both ways. The CPU build has no CUDA, so CUDA's presence
+    and the pinned allocation are simulated and the calls are recorded."""
+    calls: dict[str, list[object]] = {"empty_pin": [], "copy_nb": [], "to_nb": []}
+    real_empty, real_copy, real_to = torch.empty, torch.Tensor.copy_, torch.Tensor.to
+
+    def fake_empty(*size, pin_memory=False, **kw):  # type: ignore[no-untyped-def]
+        calls["empty_pin"].append(pin_memory)
+        return real_empty(*size, **kw)
+
+    def rec_copy(self, src, non_blocking=False):  # type: ignore[no-untyped-def]
+        calls["copy_nb"].append(non_blocking)
+        return real_copy(self, src)
+
+    def rec_to(self, *args, non_blocking=False, **kw):  # type: ignore[no-untyped-def]
+        calls["to_nb"].append(non_blocking)
+        return real_to(self, *args, **kw)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch, "empty", fake_empty)
+    monkeypatch.setattr(torch.Tensor, "copy_", rec_copy)
+    monkeypatch.setattr(torch.Tensor, "to", rec_to)
+
+    x = torch.randn(4, 4)
+    pinned = save_on_cpu(pin_memory=True)
+    device, host = pinned.pack_hook(x)
+    back = pinned.unpack_hook((device, host))
+    assert calls["empty_pin"] == [True]  # the host copy is allocated in pinned memory
+    assert calls["copy_nb"] == [True]  # device-to-host copy is asynchronous
+    assert calls["to_nb"] == [True]  # host-to-device copy in backward is asynchronous
+    assert torch.equal(back, x)
+
+    calls["to_nb"].clear()
+    default = save_on_cpu()  # pin_memory=False: a plain .cpu() and a blocking copy back
+    default.unpack_hook(default.pack_hook(x))
+    assert calls["to_nb"] == [False]
+    assert calls["empty_pin"] == [True]  # no pinned allocation was made this time
+
+
+def test_save_on_cpu_also_packs_weights_saved_for_backward() -> None:
+    torch.manual_seed(0)
+    lin = nn.Linear(16, 16)
+    x = torch.randn(4, 16, requires_grad=True)
+    rec = _Recorder(inner=save_on_cpu())
+    with rec.hooks():
+        y = lin(x)
+    weight_storage = lin.weight.untyped_storage().data_ptr()
+    packed_ptrs = [t.untyped_storage().data_ptr() for t in rec.packed]
+    # the matmul saves a view of the weight for the input gradient: it goes through the hook
+    assert weight_storage in packed_ptrs
+    assert x.untyped_storage().data_ptr() in packed_ptrs
+    # the parameter itself stays where it is: copying it frees nothing
+    assert lin.weight.device == torch.device("cpu") and lin.weight.is_leaf
+    y.sum().backward()
+    assert lin.weight.grad is not None
+
+
+def test_only_the_innermost_saved_tensors_hooks_apply() -> None:
+    torch.manual_seed(0)
+    lin = nn.Linear(8, 8)
+    x = torch.randn(4, 8, requires_grad=True)
+    outer, inner = _Recorder(), _Recorder()
+    with outer.hooks():
+        a = lin(x).sin()
+        n_outer = len(outer.packed)
+        with inner.hooks():  # an identity pair, like torchtune's NoOpManager
+            b = a.cos()
+    assert len(outer.packed) == n_outer  # the outer (offloading) hooks saw nothing inside
+    assert len(inner.packed) == 1  # cos saved its input through the inner pair only
+    (a + b).sum().backward()
+    assert x.grad is not None
+
+
+def test_save_on_cpu_around_checkpoint_offloads_only_its_input() -> None:
+    torch.manual_seed(0)
+    block = Block(8)
+    reference = copy.deepcopy(block)
+    x = torch.randn(4, 8, requires_grad=True)
+    rec = _Recorder(inner=save_on_cpu())
+    with rec.hooks():
+        y = checkpoint(block, x, use_reentrant=False)
+    # the block's intermediates are not saved at all; only its input goes through the hooks
+    assert [t.untyped_storage().data_ptr() for t in rec.packed] == [x.untyped_storage().data_ptr()]
+    y.sum().backward()
+    assert block.calls == 2  # the intermediates come from the recompute
+    x_ref = x.detach().clone().requires_grad_()
+    reference(x_ref).sum().backward()
+    torch.testing.assert_close(x.grad, x_ref.grad, rtol=0, atol=0)
+    got = _grads(block)
+    for name, g in _grads(reference).items():
+        torch.testing.assert_close(got[name], g, rtol=0, atol=0)
+
+
+def test_matmul_flops_grow_faster_than_its_saved_bytes() -> None:
+    def measure(h: int) -> tuple[int, int]:
+        torch.manual_seed(0)
+        lin = nn.Linear(h, h, bias=False)
+        x = torch.randn(32, h, requires_grad=True)
+        with FlopCounterMode(display=False) as flops, SavedMeter(param_ptrs(lin)) as saved:
+            out = lin(x)
+        del out
+        return flops.get_total_flops(), saved.peak
+
+    f1, b1 = measure(256)
+    f2, b2 = measure(512)
+    assert f2 == 4 * f1  # FLOPs of the matmul: batch x h x h
+    assert b2 == 2 * b1  # bytes saved for backward: batch x h
+    # so the compute that can hide a transfer grows twice as fast as the bytes to move
+
+
+def test_fsdp_cpu_offload_configs_have_no_activation_setting() -> None:
+    assert [f.name for f in dataclasses.fields(CPUOffload)] == ["offload_params"]
+    assert [f.name for f in dataclasses.fields(CPUOffloadPolicy)] == ["pin_memory"]
+    assert "parameters" in (CPUOffload.__doc__ or "")
+    doc = CPUOffloadPolicy.__doc__ or ""
+    assert "parameters, gradients, and optimizer states" in doc
+    assert "activation" not in (CPUOffload.__doc__ or "").lower() + doc.lower()
+
+
+def test_apply_activation_checkpointing_accepts_offload_wrapper() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(Block(16), Block(16), nn.Linear(16, 1))
+    reference = copy.deepcopy(model)
+    apply_activation_checkpointing(
+        model, checkpoint_wrapper_fn=offload_wrapper, check_fn=lambda m: isinstance(m, Block)
+    )
+    assert isinstance(model[0], OffloadWrapper) and isinstance(model[1], OffloadWrapper)
+    assert isinstance(model[2], nn.Linear)
+    x = torch.randn(8, 16)
+    model(x).sum().backward()
+    reference(x).sum().backward()
+    blocks = [m._checkpoint_wrapped_module for m in (model[0], model[1])]
+    assert [b.calls for b in blocks] == [1, 1]  # offloaded, not recomputed
+    got = _grads(reference)
+    for (name, g), (_, p) in zip(got.items(), model.named_parameters(), strict=True):
+        torch.testing.assert_close(p.grad, g, rtol=0, atol=0, msg=name)
+
+
+def test_unpack_hooks_travel_with_the_saved_tensors() -> None:
+    torch.manual_seed(0)
+    block = Block(8)
+    reference = copy.deepcopy(block)
+    x = torch.randn(4, 8, requires_grad=True)
+    rec = _Recorder(inner=save_on_cpu())
+    with rec.hooks():
+        y = F.gelu(block(x))
+    assert rec.packed and rec.unpacks == 0
+    y.sum().backward()  # outside the context
+    assert rec.unpacks == len(rec.packed)  # the hooks stored at pack time still ran
+    x_ref = x.detach().clone().requires_grad_()
+    F.gelu(reference(x_ref)).sum().backward()
+    torch.testing.assert_close(x.grad, x_ref.grad, rtol=0, atol=0)
