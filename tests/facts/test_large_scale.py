@@ -73,6 +73,29 @@ def test_attention_core_is_the_part_that_grows_with_sequence_squared() -> None:
         torch.testing.assert_close(a, b)
 
 
+def _core_share(h: int, heads: int, s: int) -> float:
+    """Share of an attention block's saved bytes that recomputing the core removes."""
+    torch.manual_seed(0)
+    full = Attention(h=h, heads=heads)
+    selective = Attention(h=h, heads=heads, core_checkpoint=True)
+    selective.load_state_dict(full.state_dict())
+    x = torch.randn(2, s, h, requires_grad=True)
+    nbytes = []
+    for model in (full, selective):
+        with SavedBytes(exclude=model) as saved:
+            model(x)
+        nbytes.append(saved.nbytes)
+    return 1 - nbytes[1] / nbytes[0]
+
+
+def test_core_recompute_share_grows_with_heads_and_sequence_and_falls_with_width() -> None:
+    # K22's 5as/h against 34: the s x s part grows with heads a and length s, not with h
+    base = _core_share(h=32, heads=4, s=64)
+    assert _core_share(h=32, heads=4, s=128) > base  # longer sequence
+    assert _core_share(h=32, heads=8, s=64) > base  # more heads
+    assert _core_share(h=64, heads=4, s=64) < base  # wider hidden size
+
+
 def test_in_flight_microbatches_each_hold_their_activations_until_backward() -> None:
     torch.manual_seed(0)
     stage = nn.Sequential(nn.Linear(32, 128), nn.GELU(), nn.Linear(128, 32), nn.GELU())
