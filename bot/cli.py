@@ -19,6 +19,7 @@ from bot.config import ROOT, Settings
 from bot.core.bank import MAX_LONGEST_CORRECT_SHARE, TOPICS, Bank, collect, load_bank, longest_correct_share
 from bot.core.engine import StudyEngine
 from bot.core.errors import BankError, StudyBotError
+from bot.core.item_analysis import MIN_ANSWERS
 from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, QuestionCard, RevealCard
 from bot.store.database import Database, safe_url, upgrade
 
@@ -225,7 +226,9 @@ def questions_stats() -> None:
 def questions_analysis(
     community: Annotated[str | None, typer.Option(help="Only this community id (default: all).")] = None,
     platform: Annotated[str | None, typer.Option(help="Only this platform (console, discord, slack).")] = None,
-    min_answers: Annotated[int, typer.Option(min=1, help="Answers a question needs before it is flagged.")] = 10,
+    min_answers: Annotated[
+        int, typer.Option(min=1, help="Answers a question needs before it is flagged.")
+    ] = MIN_ANSWERS,
     flagged: Annotated[bool, typer.Option("--flagged", help="Only flagged questions.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
 ) -> None:
