@@ -217,7 +217,7 @@ def questions_stats() -> None:
     typer.echo(f"{'all':<16}{sum(totals):>6}{totals[0]:>6}{totals[1]:>6}{totals[2]:>6}{sum(checks.values()):>8}")
     longest, total = longest_correct_share(bank.questions)
     typer.echo(
-        f"correct choice strictly the longest: {longest} of {total} ({longest / total:.0%}); "
+        f"correct choice strictly the longest: {longest} of {total} ({longest / total:.1%}); "
         f"the limit is {MAX_LONGEST_CORRECT_SHARE:.0%}"
     )
 

@@ -100,7 +100,7 @@ def test_a_correct_choice_much_longer_than_the_distractors_is_reported_at_its_li
         f"{path}:7: the correct choice is 30 characters, 1.50x the distractors' mean of 20; "
         "the limit is 1.3x (its length gives it away)",
         # Two of two questions have the strictly longest correct choice: over the bank-wide limit too.
-        f"{bank}:1: the correct choice is the strictly longest in 2 of 2 questions (100%); the limit is 30%",
+        f"{bank}:1: the correct choice is the strictly longest in 2 of 2 questions (100.0%); the limit is 30%",
     ]
     # A give-away is a style problem: the question is still read, and the bot's loader accepts it.
     assert [q.id for q in questions] == ["long-key", "fair-key"]
@@ -142,7 +142,7 @@ def test_the_longest_correct_share_over_the_limit_is_one_problem(tmp_path: Path)
     bank = _bank_of(tmp_path, longest=4, total=10)
     problems = collect([bank], root=ROOT)[1]
     assert problems == [
-        f"{bank}:1: the correct choice is the strictly longest in 4 of 10 questions (40%); the limit is 30%"
+        f"{bank}:1: the correct choice is the strictly longest in 4 of 10 questions (40.0%); the limit is 30%"
     ]
 
 
@@ -159,7 +159,7 @@ def test_a_tie_for_longest_is_not_strictly_longest() -> None:
 def test_questions_stats_prints_the_share_and_the_limit(tmp_path: Path) -> None:
     result = run_studybot(tmp_path, ["questions", "stats"], bank=_bank_of(tmp_path, longest=4, total=10))
     assert result.returncode == 0, result.stderr
-    assert "correct choice strictly the longest: 4 of 10 (40%); the limit is 30%" in result.stdout
+    assert "correct choice strictly the longest: 4 of 10 (40.0%); the limit is 30%" in result.stdout
 
 
 # ---------------------------------------------------------------- near-duplicates

@@ -535,7 +535,7 @@ def bank_problems(questions: Sequence[Question], where: str) -> list[str]:
     if total and longest / total > MAX_LONGEST_CORRECT_SHARE:
         problems.append(
             f"{where}: the correct choice is the strictly longest in {longest} of {total} questions "
-            f"({longest / total:.0%}); the limit is {MAX_LONGEST_CORRECT_SHARE:.0%}"
+            f"({longest / total:.1%}); the limit is {MAX_LONGEST_CORRECT_SHARE:.0%}"
         )
     for score, a, b in near_duplicates(questions):
         problems.append(
