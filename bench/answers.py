@@ -30,6 +30,7 @@ from bot.core.bank import load_bank  # noqa: E402
 from bot.core.engine import StudyEngine  # noqa: E402
 from bot.core.values import AlreadyAnswered, AnswerFeedback, ChannelRef, CommunityRef, QuestionCard, UserRef  # noqa: E402
 from bot.store.database import Database, upgrade  # noqa: E402
+from bot.store.repository import SqlStore
 
 log = logging.getLogger("bench.answers")
 ROOT = Path(__file__).resolve().parent.parent
@@ -202,7 +203,7 @@ def main() -> None:
         path = Path(tmp) / "bench.db"
         url = f"sqlite:///{path}"
         upgrade(url)
-        engine = StudyEngine(Database(url), bank)
+        engine = StudyEngine(SqlStore(Database(url)), bank)
         card = engine.open_daily(CHANNEL)
         assert isinstance(card, QuestionCard)
         total = args.users * args.clicks

@@ -17,11 +17,12 @@ import typer
 from bot import __version__
 from bot.config import ROOT, Settings
 from bot.core.bank import MAX_LONGEST_CORRECT_SHARE, TOPICS, Bank, collect, load_bank, longest_correct_share
-from bot.core.engine import StudyEngine
+from bot.core.engine import DeliveryPolicy, StudyEngine
 from bot.core.errors import BankError, StudyBotError
 from bot.core.item_analysis import MIN_ANSWERS
-from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, QuestionCard, RevealCard
+from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, Posted, QuestionCard, RevealCard
 from bot.store.database import Database, safe_url, upgrade
+from bot.store.repository import SqlStore
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,9 @@ schedule_app = typer.Typer(help="The scheduled jobs: daily round, reveal, weekly
 app.add_typer(schedule_app, name="schedule")
 
 
+PLATFORMS = ("console", "discord", "slack")
+
+
 def fail(message: str, code: int = 1) -> typer.Exit:
     typer.echo(message, err=True)
     return typer.Exit(code)
@@ -58,10 +62,15 @@ def build_engine(settings: Settings) -> StudyEngine:
     bank = load_bank(settings.questions_dir)
     upgrade(settings.database_url)
     return StudyEngine(
-        Database(settings.database_url),
+        SqlStore(Database(settings.database_url)),
         bank,
         default_timezone=settings.timezone,
         default_window_hours=settings.window_hours,
+        delivery=DeliveryPolicy(
+            max_attempts=settings.post_max_attempts,
+            base_delay_s=settings.post_retry_base_s,
+            max_delay_s=settings.post_retry_max_s,
+        ),
     )
 
 
@@ -102,7 +111,7 @@ def console(
 ) -> None:
     """Chat with the bot in this terminal: no Discord or Slack account needed."""
     from bot.jobs import DemoRunner
-    from bot.platforms.console import Console, run_console
+    from bot.platforms.console import Console, console_background, run_console
 
     settings = Settings()
     setup_logging(settings, quiet=True)
@@ -113,34 +122,36 @@ def console(
     chat = Console(engine, community, user, runner)
     background = None
     if schedule:
-        from bot.schedule import console_background
-
         background = console_background(chat)
     raise typer.Exit(run_console(chat, jsonl=jsonl, background=background))
 
 
 @app.command()
-def run() -> None:
-    """Start each platform whose tokens are set; with none, start the console chat."""
+def run(
+    platform: Annotated[
+        str | None, typer.Argument(help="console, discord, slack or all (default: those whose tokens are set).")
+    ] = None,
+) -> None:
+    """Start the platforms whose tokens are set (all in one process); with none, the console chat."""
+    from bot.platforms.launch import LaunchError, choose_platforms, unavailable
+
     settings = Settings()
     setup_logging(settings, quiet=True)  # the console chat, unless a platform starts
-    wanted = []
-    if settings.discord_token:
-        wanted.append("Discord")
-    if settings.slack_bot_token and (settings.slack_app_token or settings.slack_signing_secret):
-        wanted.append("Slack")
-    if wanted:
-        raise fail(
-            f"{' and '.join(wanted)} token(s) are set, but the {' and '.join(wanted)} adapter is not part of this "
-            "release yet; unset them to use the console chat."
+    try:
+        chosen = choose_platforms(settings, platform)
+    except LaunchError as exc:
+        raise fail(str(exc), 2) from None
+    problem = unavailable(chosen)
+    if problem is not None:
+        raise fail(problem, 2)
+    if platform is None:
+        typer.echo(
+            "No platform tokens are set: set DISCORD_TOKEN for Discord, or SLACK_BOT_TOKEN with "
+            "SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP) for Slack (see .env.example). "
+            "Starting the console chat.",
+            err=True,
         )
-    typer.echo(
-        "No platform tokens are set: set DISCORD_TOKEN for Discord, or SLACK_BOT_TOKEN with "
-        "SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP) for Slack (see .env.example). "
-        "Starting the console chat.",
-        err=True,
-    )
-    console(user="you", community="local", jsonl=False)
+    console(user="you", community="local", jsonl=False, schedule=True)
 
 
 @questions_app.command("lint")
@@ -339,11 +350,13 @@ def schedule_show(
     from bot.schedule import StudyScheduler, describe
 
     engine = _engine_or_exit(Settings())
-    scheduler = StudyScheduler(engine, lambda _channel, _card: None, platform=platform, community=community)
+    scheduler = StudyScheduler(engine, platforms=(platform,) if platform else None, community=community)
     runs = scheduler.all_next_runs()
     for item in runs:
         for line in describe(item, engine.now()):
             typer.echo(line)
+        for alert in engine.undelivered(item.community):
+            typer.echo(f"  undelivered: {alert}")
     if not runs:
         typer.echo("No communities yet: one appears with its first command (for example /daily or /config).")
 
@@ -354,35 +367,38 @@ def schedule_run(
     community: Annotated[str, typer.Option(help="The community id.")],
     platform: Annotated[str, typer.Option(help="console, discord or slack.")] = "console",
 ) -> None:
-    """Run one job now, by hand; idempotent like the scheduled run (a second run posts nothing)."""
+    """Run one job now, by hand; idempotent like the scheduled run (a second run posts nothing).
+    Console posts print here; a Discord or Slack post is queued for that running bot to send."""
+    from bot.delivery import Deliverer
     from bot.platforms.console import render
-    from bot.schedule import JOB_KINDS, Posted, StudyScheduler
+    from bot.schedule import JOB_KINDS, StudyScheduler
 
     if job not in JOB_KINDS:
         raise fail(f"Unknown job '{job[:30]}'; jobs: {', '.join(JOB_KINDS)}.", 2)
-    if platform != "console":
-        raise fail(
-            f"The {platform} adapter is not part of this release, so nothing can be posted there; "
-            "use --platform console.",
-            2,
-        )
+    if platform not in PLATFORMS:
+        raise fail(f"Unknown platform '{platform[:30]}'; platforms: {', '.join(PLATFORMS)}.", 2)
     settings = Settings()
     setup_logging(settings, quiet=True)
     engine = _engine_or_exit(settings)
-
-    def show(channel: ChannelRef, card: Posted) -> None:
-        for message in render(card):
-            typer.echo(f"[#{channel.channel_id}] {message.text}" if message.to == "channel" else message.text)
-
-    scheduler = StudyScheduler(engine, show, platform=platform, community=community)
+    scheduler = StudyScheduler(engine, platforms=(platform,), community=community)
     try:
         results = scheduler.run_job(job, CommunityRef(platform, community))
     except StudyBotError as exc:
         raise fail(exc.message) from None
     for card in results:
-        if not isinstance(card, (QuestionCard, RevealCard, LeaderboardCard)):  # not posted: say why
+        if not isinstance(card, (QuestionCard, RevealCard, LeaderboardCard)):  # nothing claimed: say why
             for message in render(card):
                 typer.echo(message.text)
+    if platform != "console":
+        if any(isinstance(card, (QuestionCard, RevealCard, LeaderboardCard)) for card in results):
+            typer.echo(f"Queued: the running {platform} bot posts it (see `studybot schedule show`).")
+        return
+
+    def show(channel: ChannelRef, card: Posted) -> None:
+        for message in render(card):
+            typer.echo(f"[#{channel.channel_id}] {message.text}" if message.to == "channel" else message.text)
+
+    Deliverer(engine, platform, community).deliver_due(show)
 
 
 @db_app.command("upgrade")

@@ -21,6 +21,13 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     demo_timeout_s: int = Field(default=120, ge=5, le=3600)
     demo_out_dir: Path = Path("demo-out")
+    # Engine calls from Discord/Slack run in a thread pool of this size (the bridge).
+    bridge_threads: int = Field(default=8, ge=1, le=64)
+    # A channel post that fails is retried with backoff: this many tries in all, the first
+    # wait this long, doubling up to the cap (6 tries span about 30 minutes).
+    post_max_attempts: int = Field(default=6, ge=1, le=50)
+    post_retry_base_s: float = Field(default=60.0, gt=0, le=3600)
+    post_retry_max_s: float = Field(default=960.0, gt=0, le=86400)
 
     discord_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("DISCORD_TOKEN"))
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))

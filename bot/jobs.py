@@ -7,23 +7,14 @@ import logging
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bot.config import ROOT
+from bot.core.demo_result import result_card
 from bot.core.errors import StudyBotError
-from bot.core.values import DemoRequest
+from bot.core.values import DemoRequest, DemoResultCard
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class DemoResult:
-    module: str
-    result: dict[str, Any]
-    chart: Path | None
-    wall_s: float
 
 
 class DemoRunner:
@@ -34,7 +25,7 @@ class DemoRunner:
         self.timeout_s = timeout_s
         self.python = python
 
-    def run(self, request: DemoRequest) -> DemoResult:
+    def run(self, request: DemoRequest) -> DemoResultCard:
         args = [self.python, "-m", request.module, "--json", *request.args]
         chart: Path | None = None
         if request.module == "demos.checkpoint":
@@ -64,4 +55,4 @@ class DemoRunner:
             raise StudyBotError("The demo finished but printed no readable result.") from None
         if chart is not None and not chart.exists():
             chart = None
-        return DemoResult(module=request.module, result=result, chart=chart, wall_s=wall)
+        return result_card(request.module, result, str(chart) if chart else None, wall)

@@ -1,7 +1,9 @@
 """The schedules: each community's daily round, its reveal and the weekly leaderboard.
 
-The database decides what happens, the scheduler only decides when to look. A round is
-unique per community channel and local date, a leaderboard post per community and ISO
+The database decides what happens, the scheduler only decides when to look, and it never
+sends: each claim writes an outbox row in the same transaction, and the platforms'
+deliverers (bot/delivery.py) post it; `on_claimed` wakes them. A round is
+unique per community, channel and local date, a leaderboard post per community and ISO
 week (both enforced by unique keys in the engine), so a restart, a second bot process or a
 job run by hand never posts twice. `tick()` runs whatever is due now and is the only thing
 the wake-ups call; at start it is the catch-up: rounds whose window ended are revealed,
@@ -23,25 +25,14 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from bot.core import scoring, timing
-from bot.core.engine import CommunityConfig, StudyEngine
-from bot.core.values import (
-    AlreadyOpen,
-    ChannelRef,
-    CommunityRef,
-    LeaderboardCard,
-    Notice,
-    QuestionCard,
-    RevealCard,
-)
-from bot.platforms.console import Console, Message, render
+from bot.core.community import CommunityConfig
+from bot.core.engine import StudyEngine
+from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, Notice, Posted
 
 log = logging.getLogger(__name__)
 
 JobKind = Literal["daily", "reveal", "leaderboard"]
 JOB_KINDS: tuple[JobKind, ...] = ("daily", "reveal", "leaderboard")
-Posted = QuestionCard | RevealCard | LeaderboardCard
-# The platform's sender: renders the card and sends it to the channel.
-Post = Callable[[ChannelRef, Posted], None]
 REFRESH_SECONDS = 60
 RETRY = timedelta(seconds=30)  # a moment already past (a job that failed) is retried this much later
 
@@ -78,26 +69,27 @@ def plan_next(community: CommunityRef, config: CommunityConfig, now: datetime, n
 
 
 class StudyScheduler:
-    """Runs the scheduled jobs of the communities it serves and posts through `post`.
+    """Runs the scheduled jobs of the communities it serves; what they claim goes to the
+    outbox, and `on_claimed` (when given) tells the deliverers there is something to send.
 
-    `platform` and `community` narrow which communities this process serves (a Discord
-    process serves Discord's; the console its own community). `clock` defaults to the
-    engine's, so tests move one fake clock for both."""
+    `platforms` and `community` narrow which communities this process serves (a Discord and
+    Slack process serves both of theirs; the console its own community). `clock` defaults
+    to the engine's, so tests move one fake clock for both."""
 
     def __init__(
         self,
         engine: StudyEngine,
-        post: Post,
         clock: Callable[[], datetime] | None = None,
-        platform: str | None = None,
+        platforms: tuple[str, ...] | None = None,
         community: str | None = None,
         refresh_seconds: int = REFRESH_SECONDS,
+        on_claimed: Callable[[], None] | None = None,
     ) -> None:
         self.engine = engine
-        self.post = post
         self.clock = clock or engine.now
-        self.platform = platform
+        self.platforms = platforms
         self.community = community
+        self.on_claimed = on_claimed
         self.refresh_seconds = refresh_seconds
         self._lock = threading.RLock()
         self._done: set[tuple[CommunityRef, str, str]] = set()  # (community, job, key) known to be done
@@ -111,7 +103,7 @@ class StudyScheduler:
         return timing.as_utc(self.clock())
 
     def serves(self, ref: CommunityRef) -> bool:
-        return (self.platform is None or ref.platform == self.platform) and (
+        return (self.platforms is None or ref.platform in self.platforms) and (
             self.community is None or ref.community_id == self.community
         )
 
@@ -134,14 +126,25 @@ class StudyScheduler:
     # ---------------------------------------------------------------- running
 
     def tick(self, only: CommunityRef | None = None) -> list[Posted]:
-        """Run everything due now (in one community, or in all this process serves) and post
-        it. Safe to call at any time and from several processes: the database decides."""
+        """Claim everything due now (in one community, or in all this process serves) and
+        return what was claimed; the deliverers post it. Safe to call at any time and from
+        several processes: the database decides. The lock covers only database claims, never
+        a platform's send, so an event loop waiting on it cannot deadlock."""
         posted: list[Posted] = []
         with self._lock:
             for ref, config in self.communities():
                 if only is None or ref == only:
                     posted.extend(self._tick_one(ref, config))
+        if posted:
+            self._claimed()
         return posted
+
+    def _claimed(self) -> None:
+        if self.on_claimed is not None:
+            try:
+                self.on_claimed()
+            except Exception:
+                log.exception("waking the deliverers failed; they look again on their own")
 
     def catch_up(self) -> list[Posted]:
         """At start: reveal rounds whose window ended while down, post today's round late if
@@ -175,16 +178,9 @@ class StudyScheduler:
             self._failed.discard(ref)
         return posted
 
-    def _send(self, channel: ChannelRef, card: Posted) -> None:
-        try:
-            self.post(channel, card)
-        except Exception:  # the post is claimed in the database; log it, never repost
-            log.exception("posting %s to %s failed", type(card).__name__, channel)
-
     def _reveal(self, ref: CommunityRef) -> list[Posted]:
         cards = self.engine.close_due(ref)
         for card in cards:
-            self._send(ChannelRef(ref.platform, ref.community_id, card.channel_id), card)
             log.info("revealed round %s in %s/%s", card.round_id, ref.platform, ref.community_id)
         return list(cards)
 
@@ -194,8 +190,7 @@ class StudyScheduler:
         if card is None:
             log.info("leaderboard %s of %s/%s was already posted", week, ref.platform, ref.community_id)
             return []
-        self._send(channel, card)
-        log.info("posted leaderboard %s in %s", week, channel)
+        log.info("claimed leaderboard %s in %s", week, channel)
         return [card]
 
     def _daily(self, ref: CommunityRef, channel: ChannelRef, key: str, late: bool) -> list[Posted]:
@@ -205,12 +200,17 @@ class StudyScheduler:
             log.info("daily round of %s is already open (#%s)", channel, card.round_id)
             return []
         self._done.add((ref, "daily", key))
-        self._send(channel, card)
         return [card]
 
     def run_job(self, kind: JobKind, ref: CommunityRef) -> list[Posted | AlreadyOpen | Notice]:
         """A job run by hand (`studybot schedule run`): now, whatever the time of day, and
-        idempotent like the scheduled run. Returns what was posted, or why nothing was."""
+        idempotent like the scheduled run. Returns what was claimed, or why nothing was."""
+        try:
+            return self._run_job(kind, ref)
+        finally:
+            self._claimed()
+
+    def _run_job(self, kind: JobKind, ref: CommunityRef) -> list[Posted | AlreadyOpen | Notice]:
         with self._lock:
             if kind == "reveal":
                 revealed = self._reveal(ref)
@@ -222,10 +222,7 @@ class StudyScheduler:
                 return [Notice("No channel is set for this community: set one with /config channel ID.")]
             channel = ChannelRef(ref.platform, ref.community_id, config.channel_id)
             if kind == "daily":
-                card = self.engine.open_daily(channel)
-                if isinstance(card, QuestionCard):
-                    self._send(channel, card)
-                return [card]
+                return [self.engine.open_daily(channel)]
             if kind == "leaderboard":
                 week = scoring.previous_week(scoring.iso_week(self.now(), config.timezone))
                 done = self._leaderboard(ref, channel, week)
@@ -360,40 +357,3 @@ def describe(runs: NextRuns, now: datetime) -> list[str]:
     if runs.reveal is not None and runs.reveal <= now:
         lines.append("  (a round's window has ended: it is revealed at the next start or tick)")
     return lines
-
-
-def start_console_schedule(engine: StudyEngine, community: str, send: Post, paused: bool = False) -> StudyScheduler:
-    """The console's scheduler: its own community, posting in the channel "console" unless
-    another channel is configured. Catches up at once, then runs in the background."""
-    ref = CommunityRef("console", community)
-    config = next((c for r, c in engine.communities() if r == ref), None)
-    if config is None or config.channel_id is None:
-        engine.config(ref, "channel", "console")
-    scheduler = StudyScheduler(engine, send, platform="console", community=community)
-    scheduler.start(paused=paused)
-    return scheduler
-
-
-def console_background(
-    chat: Console, paused: bool = False
-) -> Callable[[Callable[[Message], None]], Callable[[], None]]:
-    """For run_console: once it can print, start the scheduler posting through its `emit`
-    (catch-up first, so its posts come before the first prompt), rebuild after /config."""
-
-    def begin(emit: Callable[[Message], None]) -> Callable[[], None]:
-        emit_lock = threading.Lock()
-
-        def send(_channel: ChannelRef, card: Posted) -> None:
-            with emit_lock:
-                for message in render(card):
-                    emit(message)
-
-        scheduler = start_console_schedule(chat.engine, chat.community, send, paused=paused)
-
-        def rebuild() -> None:
-            scheduler.rebuild(CommunityRef("console", chat.community))
-
-        chat.on_config = rebuild
-        return scheduler.shutdown
-
-    return begin

@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 from bot.core.bank import Bank, load_bank
 from bot.core.engine import StudyEngine
 from bot.store.database import Database, upgrade
+from bot.store.repository import SqlStore
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_BANK = ROOT / "tests" / "data" / "bank"
@@ -120,7 +121,7 @@ def database(db_url: str) -> Iterator[Database]:
 
 @pytest.fixture
 def engine(database: Database, test_bank: Bank, clock: FakeClock) -> StudyEngine:
-    return StudyEngine(database, test_bank, clock=clock)
+    return StudyEngine(SqlStore(database), test_bank, clock=clock)
 
 
 def run_studybot(

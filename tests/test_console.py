@@ -15,6 +15,7 @@ from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.platforms.console import Console, Message
 from bot.store.database import Database
+from bot.store.repository import SqlStore
 from tests.conftest import ROOT, TEST_BANK, FakeClock, run_studybot
 
 
@@ -38,8 +39,11 @@ def test_scripted_session_two_users(chat: Console, test_bank: Bank) -> None:
     assert question.to == "channel"
     q = test_bank.get(question.data["question_id"])
     assert q is not None
-    right = "abcde"[q.answer_index]
-    wrong = "abcde"[(q.answer_index + 1) % len(q.choices)]
+    shown = question.data["choices"]  # the order this round shows, drawn when it opened
+    right_at = shown.index(q.choices[q.answer_index].text)
+    wrong_at = (right_at + 1) % len(shown)
+    right, wrong = "abcde"[right_at], "abcde"[wrong_at]
+    wrong_choice = next(c for c in q.choices if c.text == shown[wrong_at])
 
     ann = only(chat.handle(right.upper() + ")"), "feedback")
     assert ann.to == "user" and ann.data == {
@@ -55,7 +59,7 @@ def test_scripted_session_two_users(chat: Console, test_bank: Bank) -> None:
     chat.handle("/as Bob")
     bob = only(chat.handle(wrong), "feedback")
     assert bob.data["correct"] is False and bob.data["points"] == 0
-    assert q.choices[(q.answer_index + 1) % len(q.choices)].why in bob.text
+    assert wrong_choice.why in bob.text
     if q.trap:
         assert q.trap in bob.text
 
@@ -135,7 +139,7 @@ def test_a_locked_database_is_reported_and_nothing_is_lost(
     tmp_path: Path, sqlite_url: str, test_bank: Bank, clock: FakeClock
 ) -> None:
     db = Database(sqlite_url, busy_timeout_ms=200)  # give up fast on another process's lock
-    chat = Console(StudyEngine(db, test_bank, clock=clock), community="club", user="Ann")
+    chat = Console(StudyEngine(SqlStore(db), test_bank, clock=clock), community="club", user="Ann")
     card = only(chat.handle("/daily"), "question")
     ann = only(chat.handle("a"), "feedback")
     assert ann.data["chosen"] == "A" and ann.data["round_id"] == card.data["round_id"]
@@ -164,13 +168,13 @@ def test_a_read_only_database_is_reported_and_nothing_is_lost(
 
     url = f"sqlite:///{tmp_path / 'ro.db'}"
     upgrade(url)
-    chat = Console(StudyEngine(Database(url), test_bank, clock=clock), community="club", user="Ann")
+    chat = Console(StudyEngine(SqlStore(Database(url)), test_bank, clock=clock), community="club", user="Ann")
     card = only(chat.handle("/daily"), "question")
     ann = only(chat.handle("a"), "feedback")
     assert ann.data["chosen"] == "A" and ann.data["round_id"] == card.data["round_id"]
     # Reopen the same file read-only, as a mount or a permission change would.
     ro = Database(f"sqlite:///file:{tmp_path / 'ro.db'}?mode=ro&uri=true")
-    ro_chat = Console(StudyEngine(ro, test_bank, clock=clock), community="club", user="Bob")
+    ro_chat = Console(StudyEngine(SqlStore(ro), test_bank, clock=clock), community="club", user="Bob")
     reply = ro_chat.handle("b")
     assert kinds(reply) == ["error"] and "busy or read-only" in reply[0].text
     board = only(ro_chat.handle("/leaderboard all"), "leaderboard")  # reads still work, and see Ann's answer

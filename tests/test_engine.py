@@ -26,6 +26,7 @@ from bot.core.values import (
     RoundClosed,
     UserRef,
 )
+from bot.store.repository import SqlStore
 from tests.conftest import FakeClock
 
 CH = ChannelRef("console", "guild", "general")
@@ -43,9 +44,10 @@ def open_round(engine: StudyEngine, channel: ChannelRef = CH) -> QuestionCard:
 
 
 def right(bank: Bank, card: QuestionCard) -> int:
+    """The index of the right choice as the card shows it (each round draws its own order)."""
     question = bank.get(card.question_id)
     assert question is not None
-    return question.answer_index
+    return card.choices.index(question.choices[question.answer_index].text)
 
 
 def wrong(bank: Bank, card: QuestionCard) -> int:
@@ -110,7 +112,8 @@ def test_feedback_names_the_right_choice_the_why_of_the_pick_and_the_trap(engine
     pick = wrong(test_bank, card)
     feedback = engine.answer(user("Ann"), card.round_id, pick)
     assert isinstance(feedback, AnswerFeedback)
-    assert feedback.why == question.choices[pick].why
+    picked = next(c for c in question.choices if c.text == card.choices[pick])
+    assert feedback.why == picked.why and feedback.chosen_text == picked.text
     assert feedback.answer_text == question.choices[question.answer_index].text
     assert feedback.trap == question.trap
 
@@ -197,7 +200,7 @@ def test_practice_gives_no_leaderboard_points_but_counts_in_stats(engine: StudyE
     assert feedback is None
     question = test_bank.get(card.question_id)
     assert question is not None
-    feedback = engine.answer(ann, card.round_id, question.answer_index)
+    feedback = engine.answer(ann, card.round_id, right(test_bank, card))
     assert isinstance(feedback, AnswerFeedback) and feedback.correct and feedback.points == 0
     score = engine.score(ann)
     assert (score.practice.answered, score.practice.correct, score.total_points) == (1, 1, 0)
@@ -334,7 +337,7 @@ def test_two_processes_open_the_daily_round_once(
 ) -> None:
     from bot.store.database import Database
 
-    engines = [StudyEngine(Database(db_url), test_bank, clock=clock) for _ in range(4)]
+    engines = [StudyEngine(SqlStore(Database(db_url)), test_bank, clock=clock) for _ in range(4)]
     with ThreadPoolExecutor(max_workers=4) as pool:
         cards = list(pool.map(lambda e: e.open_daily(CH), engines))
     opened = [c for c in cards if isinstance(c, QuestionCard)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -21,11 +21,14 @@ from bot.core.values import (
     CommunityRef,
     LeaderboardCard,
     QuestionCard,
+    Posted,
     RevealCard,
     UserRef,
 )
-from bot.schedule import Posted, StudyScheduler, job_name
+from bot.delivery import Deliverer
+from bot.schedule import StudyScheduler, job_name
 from bot.store.database import Database
+from bot.store.repository import SqlStore
 from tests.conftest import FakeClock
 
 
@@ -70,6 +73,24 @@ def setup_community(
     return ref
 
 
+def posting(
+    engine: StudyEngine,
+    send: Callable[[ChannelRef, Posted], object],
+    clock: FakeClock,
+    platform: str | None = None,
+    community: str | None = None,
+) -> StudyScheduler:
+    """A scheduler whose claims a deliverer posts to `send` at once, as a platform would."""
+    deliverer = Deliverer(engine, platform or "console", community)
+    return StudyScheduler(
+        engine,
+        clock=clock,
+        platforms=(platform,) if platform else None,
+        community=community,
+        on_claimed=lambda: deliverer.deliver_due(send),  # type: ignore[arg-type]
+    )
+
+
 def run_until(clock: FakeClock, schedulers: Iterable[StudyScheduler], end: datetime) -> list[datetime]:
     """Wake every scheduler at each moment they plan, as APScheduler's date jobs would, until
     `end`; returns the wake-up moments."""
@@ -101,7 +122,7 @@ def wall(clock: FakeClock) -> Wall:
 
 @pytest.fixture
 def scheduler(engine: StudyEngine, wall: Wall, clock: FakeClock) -> StudyScheduler:
-    return StudyScheduler(engine, wall, clock=clock)
+    return posting(engine, wall, clock=clock)
 
 
 # ------------------------------------------------------------- a week across DST
@@ -152,6 +173,7 @@ def scheduler(engine: StudyEngine, wall: Wall, clock: FakeClock) -> StudySchedul
 )
 def test_a_week_of_days_across_dst(
     engine: StudyEngine,
+    test_bank: Bank,
     scheduler: StudyScheduler,
     wall: Wall,
     clock: FakeClock,
@@ -171,7 +193,10 @@ def test_a_week_of_days_across_dst(
     while clock() < end:  # wake, and answer the first round right after it is posted
         run_until(clock, [scheduler], min(end, clock() + timedelta(hours=1)))
         if not answered and wall.questions():
-            engine.answer(ann, wall.questions()[0][1].round_id, 0)
+            first = wall.questions()[0][1]
+            right = test_bank.get(first.question_id)
+            assert right is not None
+            engine.answer(ann, first.round_id, first.choices.index(right.choices[right.answer_index].text))
             answered = True
 
     questions = wall.questions()
@@ -215,12 +240,12 @@ def test_restart_before_during_and_after_the_daily_time(
     clock.set(utc(2026, 11, 23, 6, 0))  # Monday, 07:00 in Berlin
     setup_community(engine, "club", "Europe/Berlin")
     first = Wall(clock)
-    run_until(clock, [StudyScheduler(engine, first, clock=clock)], utc(2026, 11, 23, 10, 0))  # then down
+    run_until(clock, [posting(engine, first, clock=clock)], utc(2026, 11, 23, 10, 0))  # then down
     assert len(first.questions()) == 1
 
     clock.set(restart)
     second = Wall(clock)
-    restarted = StudyScheduler(engine, second, clock=clock)  # a fresh process: nothing in memory
+    restarted = posting(engine, second, clock=clock)  # a fresh process: nothing in memory
     restarted.catch_up()
     # Monday's round (closed 21:00 CET while down) is revealed at start, once.
     assert [card.round_id for _, card in second.reveals()] == [first.questions()[0][1].round_id]
@@ -239,11 +264,11 @@ def test_restart_after_the_round_was_posted_posts_nothing(engine: StudyEngine, c
     clock.set(utc(2026, 11, 24, 7, 0))
     setup_community(engine, "club", "Europe/Berlin")
     first = Wall(clock)
-    run_until(clock, [StudyScheduler(engine, first, clock=clock)], utc(2026, 11, 24, 8, 30))
+    run_until(clock, [posting(engine, first, clock=clock)], utc(2026, 11, 24, 8, 30))
     assert len(first.questions()) == 1
     clock.set(utc(2026, 11, 24, 9, 0))
     again = Wall(clock)
-    StudyScheduler(engine, again, clock=clock).catch_up()
+    posting(engine, again, clock=clock).catch_up()
     assert again.posts == []
 
 
@@ -251,12 +276,12 @@ def test_three_days_down_is_one_late_post_and_no_flood(engine: StudyEngine, cloc
     clock.set(utc(2026, 11, 20, 6, 0))  # Friday
     setup_community(engine, "club", "America/New_York")
     before = Wall(clock)
-    run_until(clock, [StudyScheduler(engine, before, clock=clock)], utc(2026, 11, 20, 16, 0))  # Fri round, then down
+    run_until(clock, [posting(engine, before, clock=clock)], utc(2026, 11, 20, 16, 0))  # Fri round, then down
     assert len(before.questions()) == 1
 
     clock.set(utc(2026, 11, 23, 20, 0))  # Monday 15:00 in New York: Sat, Sun and 09:00 Mon passed
     after = Wall(clock)
-    restarted = StudyScheduler(engine, after, clock=clock)
+    restarted = posting(engine, after, clock=clock)
     restarted.catch_up()
     # The Friday round revealed, last week's leaderboard (still Monday), today's round late: one each.
     assert [type(card).__name__ for _, _, card in after.posts] == ["RevealCard", "LeaderboardCard", "QuestionCard"]
@@ -269,10 +294,10 @@ def test_three_days_down_is_one_late_post_and_no_flood(engine: StudyEngine, cloc
 def test_a_missed_monday_leaderboard_is_skipped_not_posted_late(engine: StudyEngine, clock: FakeClock) -> None:
     clock.set(utc(2026, 11, 20, 6, 0))  # Friday
     setup_community(engine, "club", "Europe/Berlin")
-    run_until(clock, [StudyScheduler(engine, Wall(clock), clock=clock)], utc(2026, 11, 20, 9, 0))
+    run_until(clock, [posting(engine, Wall(clock), clock=clock)], utc(2026, 11, 20, 9, 0))
     clock.set(utc(2026, 11, 25, 10, 0))  # back on Wednesday
     after = Wall(clock)
-    restarted = StudyScheduler(engine, after, clock=clock)
+    restarted = posting(engine, after, clock=clock)
     restarted.catch_up()
     assert after.boards() == []
     assert len(after.questions()) == 1 and after.questions()[0][1].late
@@ -287,10 +312,13 @@ def test_two_schedulers_on_one_database_post_once(db_url: str, test_bank: Bank, 
     clock.set(utc(2026, 10, 22, 0, 0))
     first_db, second_db = Database(db_url), Database(db_url)
     try:
-        one, two = StudyEngine(first_db, test_bank, clock=clock), StudyEngine(second_db, test_bank, clock=clock)
+        one, two = (
+            StudyEngine(SqlStore(first_db), test_bank, clock=clock),
+            StudyEngine(SqlStore(second_db), test_bank, clock=clock),
+        )
         setup_community(one, "club", "Europe/Berlin")
         wall_one, wall_two = Wall(clock), Wall(clock)
-        schedulers = [StudyScheduler(one, wall_one, clock=clock), StudyScheduler(two, wall_two, clock=clock)]
+        schedulers = [posting(one, wall_one, clock=clock), posting(two, wall_two, clock=clock)]
         for s in schedulers:
             s.catch_up()
         run_until(clock, schedulers, utc(2026, 10, 29, 0, 0))
@@ -312,10 +340,10 @@ def test_two_schedulers_ticking_at_the_same_instant(sqlite_url: str, test_bank: 
     clock.set(utc(2026, 11, 23, 8, 0))  # Monday 09:00 in Berlin: round and leaderboard due
     databases = [Database(sqlite_url) for _ in range(4)]
     try:
-        engines = [StudyEngine(db, test_bank, clock=clock) for db in databases]
+        engines = [StudyEngine(SqlStore(db), test_bank, clock=clock) for db in databases]
         setup_community(engines[0], "club", "Europe/Berlin")
         walls = [Wall(clock) for _ in engines]
-        schedulers = [StudyScheduler(e, w, clock=clock) for e, w in zip(engines, walls, strict=True)]
+        schedulers = [posting(e, w, clock=clock) for e, w in zip(engines, walls, strict=True)]
         barrier = threading.Barrier(len(schedulers))
         errors: list[Exception] = []
 
@@ -516,7 +544,10 @@ def test_refresh_notices_changes_made_by_another_process(
         scheduler.refresh()
         jobs = scheduler.armed_jobs()
         assert jobs[job_name("daily", ref)] == utc(2026, 11, 25, 7, 0)
-        assert [card.late for _, card in wall.questions()] == [True]  # today's 07:00 passed: posted late
+        club = [card for _, channel, card in wall.posts if channel.community_id == "club"]
+        assert [card.late for card in club if isinstance(card, QuestionCard)] == [True]  # 07:00 passed: late
+        # the round opened by hand in the other community is posted too: every open queues its post
+        assert [channel.channel_id for _, channel, _ in wall.posts if channel.community_id == "other"] == ["x"]
         assert job_name("reveal", CommunityRef("console", "other")) in jobs
     finally:
         scheduler.shutdown()
@@ -544,13 +575,13 @@ def test_a_scheduler_serves_only_its_platform_and_community(engine: StudyEngine,
     setup_community(engine, "club", "UTC")
     setup_community(engine, "other", "UTC")
     mine = Wall(clock)
-    scheduler = StudyScheduler(engine, mine, clock=clock, platform="console", community="club")
+    scheduler = posting(engine, mine, clock=clock, platform="console", community="club")
     run_until(clock, [scheduler], utc(2026, 11, 24, 10, 0))
     assert [channel.community_id for _, channel, _ in mine.posts] == ["club"]
-    assert StudyScheduler(engine, Wall(clock), clock=clock, platform="discord").all_next_runs() == []
+    assert posting(engine, Wall(clock), clock=clock, platform="discord").all_next_runs() == []
 
 
-def test_a_failing_post_is_logged_and_not_repeated(
+def test_a_failing_post_is_claimed_once_and_waits_for_its_retry(
     engine: StudyEngine,
     clock: FakeClock,
     caplog: pytest.LogCaptureFixture,
@@ -563,11 +594,12 @@ def test_a_failing_post_is_logged_and_not_repeated(
         calls.append(card)
         raise RuntimeError("platform down")
 
-    scheduler = StudyScheduler(engine, broken, clock=clock)
+    scheduler = posting(engine, broken, clock=clock)
     scheduler.tick()
     scheduler.tick()
-    assert len(calls) == 1 and isinstance(calls[0], QuestionCard)
-    assert "posting QuestionCard" in caplog.text and "platform down" in caplog.text
+    assert len(calls) == 1 and isinstance(calls[0], QuestionCard)  # claimed once, tried once so far
+    [alert] = engine.undelivered()
+    assert "daily round #1" in alert and "platform down" in alert and "next try" in alert
 
 
 def test_a_job_that_failed_is_retried_by_the_refresh(

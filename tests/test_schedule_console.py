@@ -10,8 +10,7 @@ from pathlib import Path
 
 from bot.core.engine import StudyEngine
 from bot.core.values import CommunityRef
-from bot.platforms.console import Console, run_console
-from bot.schedule import console_background
+from bot.platforms.console import Console, console_background, run_console
 from tests.conftest import FakeClock
 from tests.test_console import _cli
 
@@ -79,4 +78,4 @@ def test_schedule_commands(tmp_path: Path) -> None:
     bad = _cli(["schedule", "run", "weekly", "--community", "club"], tmp_path)
     assert bad.returncode == 2 and "jobs: daily, reveal, leaderboard" in bad.stderr
     elsewhere = _cli(["schedule", "run", "daily", "--community", "club", "--platform", "discord"], tmp_path)
-    assert elsewhere.returncode == 2 and "not part of this release" in elsewhere.stderr
+    assert elsewhere.returncode == 0 and "There is no community discord/club yet." in elsewhere.stdout

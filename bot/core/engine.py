@@ -1,25 +1,26 @@
-"""StudyEngine: one method per use case; plain values in, cards out. It never sends anything."""
+"""StudyEngine: one method per use case; plain values in, cards out. It never sends anything:
+what must be posted in a channel is written to the outbox in the same unit of work as the
+decision, and a platform's deliverer sends it (bot/delivery.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta, timezone
-from typing import Any, cast
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import Connection, and_, delete, func, select, update
-from sqlmodel import col
-
+from bot.core import choices as codec
 from bot.core import review as spaced
 from bot.core import scoring
-from bot.core.bank import TOPICS, Bank, Question, normalise
+from bot.core.bank import TOPICS, Bank, Question
+from bot.core.community import CONFIG_KEYS, CommunityConfig, parse_setting
+from bot.core.demo_request import parse_demo
 from bot.core.errors import InvalidInput, NotFound
+from bot.core.ports import Store, StoreTx
+from bot.core.records import NewAnswer, OutboxRecord, RoundRecord
+from bot.core.text import MAX_TEXT, clean_name, looks_like_letter, parse_choice
 from bot.core.values import (
-    LETTERS,
     AlreadyAnswered,
     AlreadyOpen,
     AnswerFeedback,
@@ -28,11 +29,13 @@ from bot.core.values import (
     CommunityRef,
     ConfigCard,
     ConfirmForget,
+    Delivery,
+    DemoAccepted,
     Forgotten,
     LeaderboardCard,
-    LeaderboardRow,
     NothingDue,
     Notice,
+    Posted,
     QuestionCard,
     RevealCard,
     RoundClosed,
@@ -42,82 +45,33 @@ from bot.core.values import (
     UserRef,
     letter,
 )
-from bot.store import statements
-from bot.store.database import Database, insert_ignoring
-from bot.store.tables import Answer, Community, LeaderboardPost, Member, Review, Round
 
 log = logging.getLogger(__name__)
 
-MAX_TEXT = 2000
-MAX_NAME = 80
+__all__ = ["CONFIG_KEYS", "MAX_TEXT", "CommunityConfig", "DeliveryPolicy", "StudyEngine", "clean_name", "utcnow"]
+
 LOW_BANK = 7
-CONFIG_KEYS = ("channel", "timezone", "daily_time", "window_hours", "topics", "paused")
-_LETTER_RE = re.compile(r"^\s*([a-eA-E])\s*[).]?\s*$")
-_TIME_RE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def clean_name(name: str) -> str:
-    """A display name safe to store and show: no control or direction characters, bounded."""
-    cleaned = " ".join(_CONTROL_RE.sub(" ", name).split())[:MAX_NAME]
-    return cleaned or "someone"
-
-
-def parse_choice(text: str, choices: Sequence[str]) -> int | None:
-    """The choice a text reply means: a letter (a-e, any case, optional ')' or '.') or a
-    choice's full text ignoring case, spaces and punctuation; None when it is neither."""
-    if len(text) > MAX_TEXT:
-        return None
-    match = _LETTER_RE.match(text)
-    if match:
-        index = LETTERS.index(match.group(1).lower())
-        return index if index < len(choices) else None
-    wanted = normalise(text)
-    if not wanted:
-        return None
-    for index, choice in enumerate(choices):
-        if normalise(choice) == wanted:
-            return index
-    return None
-
-
 @dataclass(frozen=True)
-class CommunityConfig:
-    id: int
-    name: str
-    timezone: str
-    daily_time: str
-    window_hours: int
-    channel_id: str | None
-    topics: tuple[str, ...]
-    paused: bool
+class DeliveryPolicy:
+    """How the outbox retries a post that failed: `max_attempts` tries in all, waiting
+    `base_delay_s` doubled after each failure up to `max_delay_s` (6 tries span about 30
+    minutes with the defaults), or longer when the platform asked (a retry-after)."""
 
-    def as_pairs(self) -> tuple[tuple[str, str], ...]:
-        return (
-            ("channel", self.channel_id or "(not set)"),
-            ("timezone", self.timezone),
-            ("daily_time", self.daily_time),
-            ("window_hours", str(self.window_hours)),
-            ("topics", ",".join(self.topics) or "all"),
-            ("paused", "on" if self.paused else "off"),
-        )
+    max_attempts: int = 6
+    base_delay_s: float = 60.0
+    max_delay_s: float = 960.0
+    lease_s: float = 120.0
 
-
-def _config_of(row: Any) -> CommunityConfig:
-    return CommunityConfig(
-        id=row.id,
-        name=row.name,
-        timezone=row.timezone,
-        daily_time=row.daily_time,
-        window_hours=row.window_hours,
-        channel_id=row.channel_id,
-        topics=tuple(t for t in row.topics.split(",") if t),
-        paused=row.paused,
-    )
+    def delay(self, attempts: int, retry_after: float | None = None) -> timedelta:
+        """The wait after the `attempts`-th failed try (1 for the first)."""
+        backoff = min(self.max_delay_s, self.base_delay_s * 2 ** max(0, attempts - 1))
+        return timedelta(seconds=max(backoff, retry_after or 0.0))
 
 
 class StudyEngine:
@@ -125,17 +79,21 @@ class StudyEngine:
 
     def __init__(
         self,
-        db: Database,
+        store: Store,
         bank: Bank,
         clock: Callable[[], datetime] = utcnow,
         default_timezone: str = "UTC",
         default_window_hours: int = 12,
+        delivery: DeliveryPolicy | None = None,
+        forget_salt: str = "studybot",
     ) -> None:
-        self.db = db
+        self.store = store
         self.bank = bank
         self.clock = clock
         self.default_timezone = default_timezone
         self.default_window_hours = default_window_hours
+        self.delivery = delivery or DeliveryPolicy()
+        self.forget_salt = forget_salt
 
     # ----------------------------------------------------------------- helpers
 
@@ -143,50 +101,19 @@ class StudyEngine:
         moment = self.clock()
         return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
-    def _community(self, conn: Connection, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig:
+    def _community(self, tx: StoreTx, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig:
         """The community's settings, creating it with the defaults on first use."""
-        found = self._find_community(conn, ref)
-        if found is not None:
-            return found
-        conn.execute(
-            insert_ignoring(conn, Community, ["platform", "external_id"]).values(
-                platform=ref.platform,
-                external_id=ref.community_id,
-                name=clean_name(ref.community_id),
-                timezone=self.default_timezone,
-                window_hours=self.default_window_hours,
-                created_at=self.now(),
-            )
-        )
-        created = self._find_community(conn, ref)
-        assert created is not None  # inserted above, or by a concurrent writer
-        return created
-
-    def _find_community(self, conn: Connection, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig | None:
-        row = conn.execute(
-            select(Community).where(
-                col(Community.platform) == ref.platform, col(Community.external_id) == ref.community_id
-            )
-        ).first()
-        return _config_of(row) if row else None
-
-    def _member(self, conn: Connection, community_id: int, user: UserRef) -> int:
-        return int(
-            conn.execute(
-                statements.member_upsert(conn.dialect.name),
-                {
-                    "community_id": community_id,
-                    "user_id": user.user_id,
-                    "display_name": clean_name(user.display_name),
-                    "created_at": self.now(),
-                },
-            ).scalar_one()
+        return tx.ensure_community(
+            ref.platform,
+            ref.community_id,
+            clean_name(ref.community_id),
+            self.default_timezone,
+            self.default_window_hours,
+            self.now(),
         )
 
-    def _find_member(self, conn: Connection, community_id: int, user: UserRef) -> int | None:
-        return conn.execute(
-            select(col(Member.id)).where(col(Member.community_id) == community_id, col(Member.user_id) == user.user_id)
-        ).scalar()
+    def _member(self, tx: StoreTx, community_id: int, user: UserRef) -> int:
+        return tx.upsert_member(community_id, user.user_id, clean_name(user.display_name), self.now())
 
     def _question(self, question_id: str) -> Question:
         question = self.bank.get(question_id)
@@ -194,7 +121,12 @@ class StudyEngine:
             raise NotFound("That question is no longer in the bank, so it cannot be answered.")
         return question
 
-    def _card(self, round_row: Any, question: Question, admin_note: str | None = None) -> QuestionCard:
+    @staticmethod
+    def _order(round_row: RoundRecord, question: Question) -> tuple[int, ...]:
+        return codec.parse_order(round_row.choice_order, len(question.choices))
+
+    def _card(self, round_row: RoundRecord, question: Question, admin_note: str | None = None) -> QuestionCard:
+        order = self._order(round_row, question)
         return QuestionCard(
             round_id=round_row.id,
             question_id=question.id,
@@ -202,44 +134,44 @@ class StudyEngine:
             topic=question.topic,
             difficulty=question.difficulty,
             prompt=question.prompt,
-            choices=tuple(c.text for c in question.choices),
+            choices=tuple(question.choices[i].text for i in order),
             closes_at=round_row.closes_at,
             late=round_row.late,
             admin_note=admin_note,
         )
 
+    def _forget_key(self, user: UserRef) -> str:
+        text = f"{self.forget_salt}|{user.platform}|{user.community_id}|{user.user_id}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
     # ------------------------------------------------------------- daily round
 
     def open_daily(self, channel: ChannelRef, late: bool = False) -> QuestionCard | AlreadyOpen:
-        """Open today's round in `channel` (local day of the community), at most once."""
+        """Open today's round in `channel` (local day of the community), at most once, and
+        queue its post."""
         now = self.now()
-        with self.db.write() as conn:
-            community = self._community(conn, channel)
+        with self.store.write() as tx:
+            community = self._community(tx, channel)
             day = scoring.local_date(now, community.timezone).isoformat()
-            key = f"{channel.channel_id}|{day}"
-            existing = conn.execute(select(col(Round.id)).where(col(Round.daily_key) == key)).scalar()
+            key = f"{community.id}|{channel.channel_id}|{day}"
+            existing = tx.daily_round_id(key)
             if existing is not None:
                 return AlreadyOpen(round_id=existing, local_date=day)
-            question, unasked_left = self._next_daily_question(conn, community)
-            result = conn.execute(
-                insert_ignoring(conn, Round, ["daily_key"])
-                .values(
-                    community_id=community.id,
-                    channel_id=channel.channel_id,
-                    question_id=question.id,
-                    kind="daily",
-                    local_date=day,
-                    daily_key=key,
-                    opened_at=now,
-                    closes_at=now + timedelta(hours=community.window_hours),
-                    late=late,
-                )
-                .returning(col(Round.id))
-            ).scalar()
-            if result is None:  # another process opened it between our read and write
-                existing = conn.execute(select(col(Round.id)).where(col(Round.daily_key) == key)).scalar_one()
-                return AlreadyOpen(round_id=cast(int, existing), local_date=day)
-            row = conn.execute(select(Round).where(col(Round.id) == result)).one()
+            question, unasked_left = self._next_daily_question(tx, community)
+            row = tx.insert_daily(
+                community_id=community.id,
+                channel_id=channel.channel_id,
+                question_id=question.id,
+                local_date=day,
+                daily_key=key,
+                opened_at=now,
+                closes_at=now + timedelta(hours=community.window_hours),
+                late=late,
+                choice_order=codec.format_order(codec.draw_order(len(question.choices))),
+            )
+            if row is None:  # another process opened it between our read and write
+                return AlreadyOpen(round_id=tx.daily_round_id(key) or 0, local_date=day)
+            tx.enqueue(community.id, channel.channel_id, "question", str(row.id), now)
         note = None
         if unasked_left < LOW_BANK:
             note = (
@@ -249,17 +181,11 @@ class StudyEngine:
         log.info("opened daily round %s (%s) in %s", row.id, question.id, channel)
         return self._card(row, question, admin_note=note)
 
-    def _next_daily_question(self, conn: Connection, community: CommunityConfig) -> tuple[Question, int]:
+    def _next_daily_question(self, tx: StoreTx, community: CommunityConfig) -> tuple[Question, int]:
         pool = [q for q in self.bank.questions if not community.topics or q.topic in community.topics]
         if not pool:
             pool = list(self.bank.questions)
-        last_asked = dict(
-            conn.execute(
-                select(col(Round.question_id), func.max(col(Round.opened_at)))
-                .where(col(Round.community_id) == community.id, col(Round.kind) == "daily")
-                .group_by(col(Round.question_id))
-            ).all()
-        )
+        last_asked = tx.daily_last_asked(community.id)
 
         def spread(q: Question) -> str:  # a stable order that differs between communities
             return hashlib.sha256(f"{community.id}:{q.id}".encode()).hexdigest()
@@ -272,67 +198,58 @@ class StudyEngine:
     # ------------------------------------------------------------------ answers
 
     def answer(self, user: UserRef, round_id: int, choice: int) -> AnswerFeedback | AlreadyAnswered | RoundClosed:
-        """Score a user's first answer to a round; later answers change nothing."""
+        """Score a user's first answer to a round (`choice`: the index they were shown);
+        later answers change nothing."""
         now = self.now()
         # Read first, without the write lock: repeats (double clicks, retries) and answers to
         # closed or foreign rounds end here, so only a first answer ever queues to write.
-        with self.db.read() as conn:
-            found = conn.execute(
-                statements.answer_lookup(),
-                {
-                    "round_id": round_id,
-                    "user_id": user.user_id,
-                    "platform": user.platform,
-                    "community": user.community_id,
-                },
-            ).first()
+        with self.store.read() as tx:
+            found = tx.answer_context(round_id, user.user_id, user.platform, user.community_id)
         if found is None:
             raise NotFound(f"There is no question #{round_id} in this community.")
-        row, timezone_name, known_member, previous = found, found.timezone, found.known_member, found.previous
-        if row.kind != "daily" and row.member_id != known_member:
+        row = found.round
+        if row.kind != "daily" and row.member_id != found.known_member:
             raise NotFound(f"Question #{round_id} was someone else's practice question.")
-        if previous is not None:
-            return AlreadyAnswered(round_id=round_id, chosen=letter(previous))
+        if found.previous is not None:
+            return AlreadyAnswered(round_id=round_id, chosen=letter(found.previous))
         question = self._question(row.question_id)
         if not 0 <= choice < len(question.choices):
             raise InvalidInput(f"Choose one of {', '.join(letter(i) for i in range(len(question.choices)))}.")
-        answer_index = question.answer_index
+        order = self._order(row, question)
+        shown_answer = order.index(question.answer_index)
         if row.closed_at is not None or (row.closes_at is not None and row.closes_at <= now):
-            return RoundClosed(round_id=round_id, answer=letter(answer_index))
-        with self.db.write() as conn:
-            member_id = self._member(conn, row.community_id, user)
-            correct = choice == answer_index
+            return RoundClosed(round_id=round_id, answer=letter(shown_answer))
+        with self.store.write() as tx:
+            if row.kind == "daily" and tx.was_forgotten(round_id, self._forget_key(user)):
+                return AlreadyAnswered(round_id=round_id, chosen=None)
+            member_id = self._member(tx, row.community_id, user)
+            correct = choice == shown_answer
             bonus = 0
             points = 0
             if row.kind == "daily" and correct:
-                bonus = self._earlier_run(conn, row.community_id, member_id, round_id)
-                points = scoring.daily_points(True, bonus)
+                run = scoring.leading_run(
+                    tx.earlier_outcomes(row.community_id, member_id, round_id, scoring.MAX_STREAK_BONUS)
+                )
+                points = scoring.daily_points(True, run)
                 bonus = points - scoring.BASE_POINTS
-            inserted = conn.execute(
-                statements.answer_insert(conn.dialect.name),
-                {
-                    "round_id": round_id,
-                    "member_id": member_id,
-                    "community_id": row.community_id,
-                    "kind": row.kind,
-                    "choice": choice,
-                    "correct": correct,
-                    "points": points,
-                    "answered_at": now,
-                    "week": scoring.iso_week(now, timezone_name),
-                },
-            ).scalar()
-            if inserted is None:  # a concurrent duplicate (double click, Slack retry)
-                chosen = conn.execute(
-                    select(col(Answer.choice)).where(
-                        col(Answer.round_id) == round_id, col(Answer.member_id) == member_id
-                    )
-                ).scalar_one()
-                return AlreadyAnswered(round_id=round_id, chosen=letter(chosen))
-            if points:
-                conn.execute(statements.add_points(), {"member_id": member_id, "points": points})
-            self._schedule_review(conn, row, member_id, question.id, correct, now)
-        picked = question.choices[choice]
+            stored = tx.insert_answer(
+                NewAnswer(
+                    round_id=round_id,
+                    member_id=member_id,
+                    community_id=row.community_id,
+                    kind=row.kind,
+                    choice=choice,
+                    correct=correct,
+                    points=points,
+                    answered_at=now,
+                    week=scoring.iso_week(now, found.timezone),
+                )
+            )
+            if not stored:  # a concurrent duplicate (double click, Slack retry)
+                chosen = tx.answer_choice(round_id, member_id)
+                return AlreadyAnswered(round_id=round_id, chosen=letter(chosen or 0))
+            self._schedule_review(tx, row, member_id, question.id, correct, now)
+        picked = question.choices[order[choice]]
         return AnswerFeedback(
             round_id=round_id,
             kind=row.kind,
@@ -340,47 +257,27 @@ class StudyEngine:
             points=points,
             chosen=letter(choice),
             chosen_text=picked.text,
-            answer=letter(answer_index),
-            answer_text=question.choices[answer_index].text,
+            answer=letter(shown_answer),
+            answer_text=question.choices[question.answer_index].text,
             why=picked.why,
             trap=question.trap,
             streak_bonus=bonus,
         )
 
-    def _earlier_run(self, conn: Connection, community_id: int, member_id: int, round_id: int) -> int:
-        """Consecutive earlier daily rounds of the community this member answered correctly."""
-        outcomes = conn.execute(
-            statements.earlier_outcomes(scoring.MAX_STREAK_BONUS),
-            {"member_id": member_id, "community_id": community_id, "round_id": round_id},
-        ).scalars()
-        return scoring.leading_run(outcomes)
-
     def _schedule_review(
-        self, conn: Connection, row: Any, member_id: int, question_id: str, correct: bool, now: datetime
+        self, tx: StoreTx, row: RoundRecord, member_id: int, question_id: str, correct: bool, now: datetime
     ) -> None:
         if row.kind != "daily":  # a private round ends with its answer
-            conn.execute(update(Round).where(col(Round.id) == row.id).values(closed_at=now))
+            tx.close_private(row.id, now)
         if row.kind == "review":
-            state = conn.execute(
-                select(col(Review.state)).where(
-                    col(Review.member_id) == member_id, col(Review.question_id) == question_id
-                )
-            ).scalar()
+            state = tx.review_state(member_id, question_id)
             if state is not None:
-                state, due = spaced.after_review(state, correct, now)
-                conn.execute(
-                    update(Review)
-                    .where(col(Review.member_id) == member_id, col(Review.question_id) == question_id)
-                    .values(state=state, due=due)
-                )
+                new_state, due = spaced.after_review(state, correct, now)
+                tx.update_review(member_id, question_id, new_state, due)
                 return
         if not correct:  # a first miss starts a review card; an existing card keeps its schedule
-            state, due = spaced.first_miss(member_id * 100_000 + (row.id % 100_000), now)
-            conn.execute(
-                insert_ignoring(conn, Review, ["member_id", "question_id"]).values(
-                    member_id=member_id, question_id=question_id, state=state, due=due
-                )
-            )
+            new_state, due = spaced.first_miss(member_id * 100_000 + (row.id % 100_000), now)
+            tx.add_review(member_id, question_id, new_state, due)
 
     def answer_text(
         self, user: UserRef, channel: ChannelRef, text: str
@@ -389,45 +286,25 @@ class StudyEngine:
         daily round. Returns None when the text is not an answer (it is then ignored)."""
         if len(text) > MAX_TEXT:
             raise InvalidInput(f"That message is {len(text):,} characters long; the limit is {MAX_TEXT:,}.")
-        looks_like_letter = _LETTER_RE.match(text) is not None
         now = self.now()
-        with self.db.read() as conn:
-            community = self._find_community(conn, user)
+        with self.store.read() as tx:
+            community = tx.find_community(user.platform, user.community_id)
             pending = None
             if community is not None:
-                member_id = self._find_member(conn, community.id, user)
+                member_id = tx.find_member(community.id, user.user_id)
                 if member_id is not None:
-                    pending = conn.execute(
-                        select(col(Round.id), col(Round.question_id))
-                        .where(
-                            col(Round.member_id) == member_id,
-                            col(Round.closed_at).is_(None),
-                            col(Round.kind) != "daily",
-                        )
-                        .order_by(col(Round.id).desc())
-                        .limit(1)
-                    ).first()
+                    pending = tx.pending_private(member_id)
                 if pending is None:
-                    pending = conn.execute(
-                        select(col(Round.id), col(Round.question_id))
-                        .where(
-                            col(Round.community_id) == community.id,
-                            col(Round.channel_id) == channel.channel_id,
-                            col(Round.kind) == "daily",
-                            col(Round.closed_at).is_(None),
-                            col(Round.closes_at) > now,
-                        )
-                        .order_by(col(Round.id).desc())
-                        .limit(1)
-                    ).first()
+                    pending = tx.open_daily_in(community.id, channel.channel_id, now)
         if pending is None:
-            if looks_like_letter:
+            if looks_like_letter(text):
                 return Notice("There is no open question here right now; a new one comes with the next daily round.")
             return None
         question = self.bank.get(pending.question_id)
         if question is None:
             return None
-        choice = parse_choice(text, [c.text for c in question.choices])
+        shown = [question.choices[i].text for i in self._order(pending, question)]
+        choice = parse_choice(text, shown)
         if choice is None:
             return None
         return self.answer(user, pending.id, choice)
@@ -435,106 +312,84 @@ class StudyEngine:
     # -------------------------------------------------------------- close/reveal
 
     def close_round(self, round_id: int) -> RevealCard | Notice:
-        """Close a daily round and return its public reveal, exactly once."""
+        """Close a daily round, queue its public reveal and return it, exactly once."""
         now = self.now()
-        with self.db.write() as conn:
-            closed = conn.execute(
-                update(Round)
-                .where(col(Round.id) == round_id, col(Round.kind) == "daily", col(Round.closed_at).is_(None))
-                .values(closed_at=now)
-            ).rowcount
-            if not closed:
-                exists = conn.execute(
-                    select(col(Round.id)).where(col(Round.id) == round_id, col(Round.kind) == "daily")
-                ).scalar()
-                if exists is None:
+        with self.store.write() as tx:
+            if not tx.close_daily(round_id, now):
+                if not tx.is_daily(round_id):
                     raise NotFound(f"There is no daily round #{round_id}.")
                 return Notice(f"Round #{round_id} was already closed and revealed.")
-            return self._reveal(conn, round_id)
+            card = self._reveal(tx, round_id)
+            row = tx.get_round(round_id)
+            tx.enqueue(row.community_id, row.channel_id, "reveal", str(round_id), now)
+        return card
 
     def close_open_in(self, channel: ChannelRef) -> RevealCard | Notice:
         """Close the newest open daily round in a channel (the console's /close)."""
-        with self.db.read() as conn:
-            community = self._find_community(conn, channel)
-            round_id = None
-            if community is not None:
-                round_id = conn.execute(
-                    select(col(Round.id))
-                    .where(
-                        col(Round.community_id) == community.id,
-                        col(Round.channel_id) == channel.channel_id,
-                        col(Round.kind) == "daily",
-                        col(Round.closed_at).is_(None),
-                    )
-                    .order_by(col(Round.id).desc())
-                    .limit(1)
-                ).scalar()
-        if round_id is None:
+        with self.store.read() as tx:
+            community = tx.find_community(channel.platform, channel.community_id)
+            found = None if community is None else tx.open_daily_in(community.id, channel.channel_id, None)
+        if found is None:
             return Notice("There is no open daily round in this channel to close.")
-        return self.close_round(round_id)
+        return self.close_round(found.id)
 
     def close_due(self, community: CommunityRef | None = None) -> list[RevealCard]:
         """Close every daily round whose answer window has ended (in one community, or in
         all); each reveal once."""
         now = self.now()
-        with self.db.read() as conn:
-            query = select(col(Round.id)).where(
-                col(Round.kind) == "daily", col(Round.closed_at).is_(None), col(Round.closes_at) <= now
-            )
+        with self.store.read() as tx:
+            community_id = None
             if community is not None:
-                config = self._find_community(conn, community)
+                config = tx.find_community(community.platform, community.community_id)
                 if config is None:
                     return []
-                query = query.where(col(Round.community_id) == config.id)
-            due = conn.execute(query.order_by(col(Round.id))).scalars().all()
+                community_id = config.id
+            due = tx.due_daily_rounds(community_id, now)
         cards = []
         for round_id in due:
-            card = self.close_round(cast(int, round_id))
+            card = self.close_round(round_id)
             if isinstance(card, RevealCard):
                 cards.append(card)
         return cards
 
     def next_close(self, community: CommunityRef) -> datetime | None:
         """When the community's earliest open daily round closes (for the scheduler), if any."""
-        with self.db.read() as conn:
-            config = self._find_community(conn, community)
-            if config is None:
-                return None
-            moment = conn.execute(
-                select(func.min(col(Round.closes_at))).where(
-                    col(Round.community_id) == config.id, col(Round.kind) == "daily", col(Round.closed_at).is_(None)
-                )
-            ).scalar()
+        with self.store.read() as tx:
+            config = tx.find_community(community.platform, community.community_id)
+            moment = None if config is None else tx.next_close(config.id)
         if moment is None:
             return None
         return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
-    def _reveal(self, conn: Connection, round_id: int) -> RevealCard:
-        row = conn.execute(select(Round).where(col(Round.id) == round_id)).one()
+    def _reveal(self, tx: StoreTx, round_id: int) -> RevealCard:
+        row = tx.get_round(round_id)
         question = self._question(row.question_id)
-        counts = dict(
-            conn.execute(
-                select(col(Answer.choice), func.count())
-                .where(col(Answer.round_id) == round_id)
-                .group_by(col(Answer.choice))
-            ).all()
-        )
-        answer_index = question.answer_index
+        order = self._order(row, question)
+        counts = tx.choice_counts(round_id)
+        shown_answer = order.index(question.answer_index)
+        question_ref = row.message_ref or tx.outbox_ref(row.community_id, "question", str(round_id))
         return RevealCard(
             round_id=round_id,
             question_id=question.id,
             prompt=question.prompt,
-            answer=letter(answer_index),
-            answer_text=question.choices[answer_index].text,
+            answer=letter(shown_answer),
+            answer_text=question.choices[question.answer_index].text,
             choices=tuple(
-                ChoiceReveal(letter(i), c.text, c.correct, c.why, int(counts.get(i, 0)))
-                for i, c in enumerate(question.choices)
+                ChoiceReveal(
+                    letter(shown),
+                    question.choices[index].text,
+                    question.choices[index].correct,
+                    question.choices[index].why,
+                    counts.get(shown, 0),
+                )
+                for shown, index in enumerate(order)
             ),
             explain=question.explain,
             trap=question.trap,
             refs=question.refs,
             channel_id=row.channel_id,
-            answered=sum(int(v) for v in counts.values()),
+            answered=sum(counts.values()),
+            question_ref=question_ref,
         )
 
     # ------------------------------------------------------- practice, review
@@ -549,47 +404,35 @@ class StudyEngine:
         if not pool:
             raise NotFound(f"The bank has no questions on {topic} yet.")
         now = self.now()
-        with self.db.write() as conn:
-            community = self._community(conn, user)
-            member_id = self._member(conn, community.id, user)
-            seen = dict(
-                conn.execute(
-                    select(col(Round.question_id), func.count())
-                    .join(Answer, col(Answer.round_id) == col(Round.id))
-                    .where(col(Answer.member_id) == member_id)
-                    .group_by(col(Round.question_id))
-                ).all()
-            )
+        with self.store.write() as tx:
+            community = self._community(tx, user)
+            member_id = self._member(tx, community.id, user)
+            seen = tx.seen_counts(member_id)
             salt = f"{member_id}:{now.isoformat()}"
             question = min(
                 pool,
                 key=lambda q: (seen.get(q.id, 0), hashlib.sha256(f"{salt}:{q.id}".encode()).hexdigest()),
             )
-            return self._private_round(conn, community.id, member_id, channel, question, "practice", now)
+            return self._private_round(tx, community.id, member_id, channel, question, "practice", now)
 
     def review(self, user: UserRef, channel: ChannelRef) -> QuestionCard | NothingDue:
         """The user's most overdue missed question, or when the next one is due."""
         now = self.now()
-        with self.db.write() as conn:
-            community = self._community(conn, user)
-            member_id = self._member(conn, community.id, user)
-            rows = conn.execute(
-                select(col(Review.question_id), col(Review.due))
-                .where(col(Review.member_id) == member_id)
-                .order_by(col(Review.due))
-            ).all()
-            for question_id, due in rows:
+        with self.store.write() as tx:
+            community = self._community(tx, user)
+            member_id = self._member(tx, community.id, user)
+            for question_id, due in tx.reviews(member_id):
                 question = self.bank.get(question_id)
                 if question is None:
                     continue
                 if due > now:
                     return NothingDue(next_due=due)
-                return self._private_round(conn, community.id, member_id, channel, question, "review", now)
+                return self._private_round(tx, community.id, member_id, channel, question, "review", now)
             return NothingDue(next_due=None)
 
     def _private_round(
         self,
-        conn: Connection,
+        tx: StoreTx,
         community_id: int,
         member_id: int,
         channel: ChannelRef,
@@ -597,56 +440,28 @@ class StudyEngine:
         kind: RoundKind,
         now: datetime,
     ) -> QuestionCard:
-        # A new private question replaces one left unanswered.
-        conn.execute(
-            update(Round)
-            .where(col(Round.member_id) == member_id, col(Round.closed_at).is_(None), col(Round.kind) != "daily")
-            .values(closed_at=now)
-        )
-        round_id = conn.execute(
-            statements.ROUNDS.insert()
-            .values(
-                community_id=community_id,
-                channel_id=channel.channel_id,
-                question_id=question.id,
-                kind=kind,
-                member_id=member_id,
-                opened_at=now,
-            )
-            .returning(statements.ROUNDS.c.id)
-        ).scalar_one()
-        row = conn.execute(select(Round).where(col(Round.id) == round_id)).one()
+        order = codec.format_order(codec.draw_order(len(question.choices)))
+        row = tx.insert_private(community_id, member_id, channel.channel_id, question.id, kind, now, order)
         return self._card(row, question)
 
     # ---------------------------------------------------------- scores, boards
 
     def score(self, user: UserRef) -> ScoreCard:
         now = self.now()
-        with self.db.read() as conn:
-            community = self._find_community(conn, user)
+        name = clean_name(user.display_name)
+        with self.store.read() as tx:
+            community = tx.find_community(user.platform, user.community_id)
             tz = community.timezone if community else self.default_timezone
             week = scoring.iso_week(now, tz)
-            member_id = self._find_member(conn, community.id, user) if community else None
+            member_id = tx.find_member(community.id, user.user_id) if community else None
             if community is None or member_id is None:
                 empty = StatsLine(0, 0)
-                return ScoreCard(clean_name(user.display_name), week, 0, None, 0, empty, empty, 0, 0, 0)
-            stats = {
-                (kind, bool(correct)): int(count)
-                for kind, correct, count in conn.execute(
-                    select(col(Answer.kind), col(Answer.correct), func.count())
-                    .where(col(Answer.member_id) == member_id)
-                    .group_by(col(Answer.kind), col(Answer.correct))
-                ).all()
-            }
-            total = conn.execute(select(col(Member.points_total)).where(col(Member.id) == member_id)).scalar_one()
-            board = self._board(conn, community.id, week)
-            streak, best = self._streaks(conn, community.id, member_id, now)
-            due = conn.execute(
-                select(func.count())
-                .select_from(Review)
-                .where(col(Review.member_id) == member_id, col(Review.due) <= now)
-            ).scalar_one()
-        name = clean_name(user.display_name)
+                return ScoreCard(name, week, 0, None, 0, empty, empty, 0, 0, 0)
+            stats = tx.answer_stats(member_id)
+            total = tx.points_total(member_id)
+            board = scoring.rank_rows(tx.board(community.id, week))
+            streak, best = self._streaks(tx, community.id, member_id, now)
+            due = tx.reviews_due(member_id, now)
         mine = next((row for key, row in board if key == member_id), None)
 
         def line(kinds: tuple[str, ...]) -> StatsLine:
@@ -658,48 +473,23 @@ class StudyEngine:
             week=week,
             week_points=mine.points if mine else 0,
             week_rank=mine.rank if mine else None,
-            total_points=int(total),
+            total_points=total,
             daily=line(("daily",)),
             practice=line(("practice", "review")),
             streak=streak,
             best_streak=best,
-            reviews_due=int(due),
+            reviews_due=due,
         )
 
-    def _streaks(self, conn: Connection, community_id: int, member_id: int, now: datetime) -> tuple[int, int]:
-        rows = conn.execute(
-            select(col(Round.closed_at), col(Round.closes_at), col(Answer.correct))
-            .select_from(Round)
-            .outerjoin(Answer, and_(col(Answer.round_id) == col(Round.id), col(Answer.member_id) == member_id))
-            .where(col(Round.community_id) == community_id, col(Round.kind) == "daily")
-            .order_by(col(Round.id).desc())
-        ).all()
+    @staticmethod
+    def _streaks(tx: StoreTx, community_id: int, member_id: int, now: datetime) -> tuple[int, int]:
         outcomes: list[bool | None] = []
-        for closed_at, closes_at, correct in rows:
+        for closed_at, closes_at, correct in tx.daily_outcomes(community_id, member_id):
             still_open = closed_at is None and (closes_at is None or closes_at > now)
             if still_open and correct is None and not outcomes:
                 continue  # an open round not yet answered does not break the streak
             outcomes.append(correct)
         return scoring.leading_run(outcomes), scoring.best_run(reversed(outcomes))
-
-    def _board(self, conn: Connection, community_id: int, week: str | None) -> list[tuple[int, LeaderboardRow]]:
-        """Members with points, ranked: in one ISO week (one GROUP BY over that week's answers,
-        on a covering index), or all time (the running totals kept on each member)."""
-        if week is None:
-            query = select(col(Member.display_name), col(Member.points_total), col(Member.id)).where(
-                col(Member.community_id) == community_id, col(Member.points_total) > 0
-            )
-        else:
-            query = (
-                select(col(Member.display_name), func.sum(col(Answer.points)).label("points"), col(Answer.member_id))
-                .join(Member, col(Member.id) == col(Answer.member_id))
-                .where(col(Answer.community_id) == community_id, col(Answer.week) == week)
-                .group_by(col(Answer.member_id), col(Member.display_name))
-                .having(func.sum(col(Answer.points)) > 0)
-            )
-        return scoring.rank_rows(
-            [(name, int(points), cast(int, mid)) for name, points, mid in conn.execute(query).all()]
-        )
 
     def leaderboard(self, community: CommunityRef, week: str | None = None, all_time: bool = False) -> LeaderboardCard:
         """The weekly (ISO week in the community's zone; default this week) or all-time board."""
@@ -708,129 +498,70 @@ class StudyEngine:
                 week = scoring.parse_week(week)
             except ValueError as exc:
                 raise InvalidInput(str(exc)) from None
-        with self.db.read() as conn:
-            config = self._find_community(conn, community)
+        with self.store.read() as tx:
+            config = tx.find_community(community.platform, community.community_id)
             tz = config.timezone if config else self.default_timezone
             scope = "all" if all_time else (week or scoring.iso_week(self.now(), tz))
-            board = [] if config is None else self._board(conn, config.id, None if all_time else scope)
+            board = [] if config is None else scoring.rank_rows(tx.board(config.id, None if all_time else scope))
         return LeaderboardCard(community=community.community_id, scope=scope, rows=tuple(r for _, r in board))
 
     def weekly_post(self, community: CommunityRef, week: str) -> LeaderboardCard | None:
-        """The leaderboard to post for `week`, or None when it was already posted."""
-        with self.db.write() as conn:
-            config = self._community(conn, community)
-            claimed = conn.execute(
-                insert_ignoring(conn, LeaderboardPost, ["community_id", "week"])
-                .values(community_id=config.id, week=week, posted_at=self.now())
-                .returning(col(LeaderboardPost.id))
-            ).scalar()
-            if claimed is None:
+        """Claim `week`'s leaderboard post and queue it; None when it was claimed before."""
+        now = self.now()
+        with self.store.write() as tx:
+            config = self._community(tx, community)
+            if not tx.claim_week(config.id, week, now):
                 return None
-            board = self._board(conn, config.id, week)
+            board = scoring.rank_rows(tx.board(config.id, week))
+            if config.channel_id is not None:
+                tx.enqueue(config.id, config.channel_id, "leaderboard", week, now)
         return LeaderboardCard(community=community.community_id, scope=week, rows=tuple(r for _, r in board))
 
     # --------------------------------------------------------- forget, config
 
     def forget_me(self, user: UserRef, confirm: bool = False) -> ConfirmForget | Forgotten:
-        """Delete a user's data in this community, only once they confirm."""
+        """Delete a user's data in this community, only once they confirm. A daily round they
+        answered that is still open keeps only a salted hash of who they were, so that their
+        first answer stays final; it goes when the round closes."""
         name = clean_name(user.display_name)
-        with self.db.write() as conn:
-            community = self._find_community(conn, user)
-            member_id = self._find_member(conn, community.id, user) if community else None
-            answers = 0
-            if member_id is not None:
-                answers = conn.execute(
-                    select(func.count()).select_from(Answer).where(col(Answer.member_id) == member_id)
-                ).scalar_one()
+        now = self.now()
+        with self.store.write() as tx:
+            community = tx.find_community(user.platform, user.community_id)
+            member_id = tx.find_member(community.id, user.user_id) if community else None
+            answers = 0 if member_id is None else tx.answer_count(member_id)
             if not confirm:
-                return ConfirmForget(user=name, answers=int(answers))
+                return ConfirmForget(user=name, answers=answers)
             if member_id is not None:
-                conn.execute(delete(Answer).where(col(Answer.member_id) == member_id))
-                conn.execute(delete(Review).where(col(Review.member_id) == member_id))
-                conn.execute(delete(Round).where(col(Round.member_id) == member_id))
-                conn.execute(delete(Member).where(col(Member.id) == member_id))
+                tx.mark_forgotten(tx.open_daily_answered_by(member_id, now), self._forget_key(user))
+                tx.delete_member(member_id)
         log.info("forgot a member of %s/%s (%s answers)", user.platform, user.community_id, answers)
-        return Forgotten(user=name, answers_deleted=int(answers))
+        return Forgotten(user=name, answers_deleted=answers)
 
     def config(self, community: CommunityRef, key: str | None = None, value: str | None = None) -> ConfigCard:
-        """Show the community's settings, or change one of them."""
-        with self.db.write() as conn:
-            current = self._community(conn, community)
+        """Show the community's settings (and what an admin should know), or change one."""
+        with self.store.write() as tx:
+            current = self._community(tx, community)
+            alerts = tuple(self._alert(item) for item in tx.undelivered(current.id))
             if key is None:
-                return ConfigCard(community=current.name, settings=current.as_pairs())
-            column, stored = self._config_value(key, value)
-            conn.execute(update(Community).where(col(Community.id) == current.id).values({column: stored}))
-            row = conn.execute(select(Community).where(col(Community.id) == current.id)).one()
-        updated = _config_of(row)
-        return ConfigCard(community=updated.name, settings=updated.as_pairs(), changed=key)
-
-    def _config_value(self, key: str, value: str | None) -> tuple[str, Any]:
-        key = key.strip().lower().replace("-", "_")
-        if key not in CONFIG_KEYS:
-            raise InvalidInput(f"Unknown setting '{key[:40]}'. Settings: {', '.join(CONFIG_KEYS)}.")
-        text = (value or "").strip()
-        if not text:
-            raise InvalidInput(f"Give a value: /config {key} VALUE.")
-        if key == "channel":
-            return "channel_id", text[:64]
-        if key == "timezone":
-            try:
-                ZoneInfo(text)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise InvalidInput(f"'{text[:60]}' is not an IANA time zone such as Europe/Berlin.") from None
-            return "timezone", text
-        if key == "daily_time":
-            match = _TIME_RE.match(text)
-            if not match:
-                raise InvalidInput(f"'{text[:20]}' is not a time of day like 09:00.")
-            return "daily_time", time(int(match[1]), int(match[2])).strftime("%H:%M")
-        if key == "window_hours":
-            if not text.isdigit() or not 1 <= int(text) <= 48:
-                raise InvalidInput("window_hours must be a whole number of hours from 1 to 48.")
-            return "window_hours", int(text)
-        if key == "topics":
-            if text.lower() == "all":
-                return "topics", ""
-            topics = [t.strip().lower() for t in text.split(",") if t.strip()]
-            unknown = [t for t in topics if t not in TOPICS]
-            if unknown:
-                raise InvalidInput(f"Unknown topic '{unknown[0][:40]}'. Topics: {', '.join(TOPICS)}.")
-            return "topics", ",".join(dict.fromkeys(topics))
-        if text.lower() in ("on", "true", "yes", "1"):
-            return "paused", True
-        if text.lower() in ("off", "false", "no", "0"):
-            return "paused", False
-        raise InvalidInput("paused must be on or off.")
+                return ConfigCard(community=current.name, settings=current.as_pairs(), alerts=alerts)
+            column, stored = parse_setting(key, value)
+            updated = tx.update_community(current.id, column, stored)
+        return ConfigCard(
+            community=updated.name, settings=updated.as_pairs(), changed=key.strip().lower().replace("-", "_")
+        )
 
     def communities(self) -> list[tuple[CommunityRef, CommunityConfig]]:
         """Every community the bot knows, with its settings (for the scheduler)."""
-        with self.db.read() as conn:
-            rows = conn.execute(select(Community).order_by(col(Community.id))).all()
-        return [(CommunityRef(r.platform, r.external_id), _config_of(r)) for r in rows]
+        with self.store.read() as tx:
+            return tx.communities()
 
-    def export_rows(self, community: CommunityRef) -> list[dict[str, Any]]:
-        """Every answer in a community, one dict each (for CSV export)."""
-        with self.db.read() as conn:
-            config = self._find_community(conn, community)
+    def export_rows(self, community: CommunityRef) -> list[dict[str, object]]:
+        """Every answer in a community, one dict each (for CSV export); choices as shown."""
+        with self.store.read() as tx:
+            config = tx.find_community(community.platform, community.community_id)
             if config is None:
                 raise NotFound(f"No community '{community.community_id}' on {community.platform}.")
-            rows = conn.execute(
-                select(
-                    col(Answer.answered_at),
-                    col(Answer.week),
-                    col(Member.user_id),
-                    col(Member.display_name),
-                    col(Answer.kind),
-                    col(Round.question_id),
-                    col(Answer.choice),
-                    col(Answer.correct),
-                    col(Answer.points),
-                )
-                .join(Member, col(Member.id) == col(Answer.member_id))
-                .join(Round, col(Round.id) == col(Answer.round_id))
-                .where(col(Answer.community_id) == config.id)
-                .order_by(col(Answer.id))
-            ).all()
+            rows = tx.export(config.id)
         return [
             {
                 "answered_at": r.answered_at.isoformat(),
@@ -845,3 +576,99 @@ class StudyEngine:
             }
             for r in rows
         ]
+
+    # ------------------------------------------------------------------- demos
+
+    def request_demo(self, user: UserRef, channel: ChannelRef, text: str) -> DemoAccepted:
+        """Validate a `/demo ...` request; the card says what will run."""
+        return DemoAccepted(request=parse_demo(text), user=clean_name(user.display_name))
+
+    # ------------------------------------------------------------------ outbox
+
+    def due_posts(self, platform: str, worker: str, community: str | None = None, limit: int = 20) -> list[Delivery]:
+        """Claim the posts due for `platform` (optionally one community) for `worker`, with
+        their cards rebuilt from the database. A post whose card can no longer be built (its
+        question left the bank) is given up at once."""
+        now = self.now()
+        lease = timedelta(seconds=self.delivery.lease_s)
+        with self.store.write() as tx:
+            rows = tx.claim_outbox(platform, community, worker, now, lease, limit)
+            deliveries = []
+            for row in rows:
+                try:
+                    card = self._outbox_card(tx, row)
+                except NotFound as exc:
+                    tx.outbox_give_up(row.id, exc.message)
+                    log.warning("gave up post %s (%s %s): %s", row.id, row.kind, row.key, exc.message)
+                    continue
+                channel = ChannelRef(row.platform, row.community, row.channel_id)
+                deliveries.append(Delivery(row.id, channel, card, row.attempts))
+        return deliveries
+
+    def _outbox_card(self, tx: StoreTx, row: OutboxRecord) -> Posted:
+        if row.kind == "question":
+            round_row = tx.get_round(int(row.key))
+            return self._card(round_row, self._question(round_row.question_id))
+        if row.kind == "reveal":
+            return self._reveal(tx, int(row.key))
+        board = scoring.rank_rows(tx.board(row.community_id, row.key))
+        return LeaderboardCard(community=row.community, scope=row.key, rows=tuple(r for _, r in board))
+
+    def delivered(self, outbox_id: int, message_ref: str | None) -> None:
+        """A post reached its channel: keep the platform's reference to it (the question's is
+        also kept on its round, so the reveal can edit or thread under it)."""
+        with self.store.write() as tx:
+            tx.outbox_sent(outbox_id, message_ref, self.now())
+            row = tx.outbox_row(outbox_id)
+            if row is not None and row.kind == "question" and message_ref:
+                tx.set_round_ref(int(row.key), message_ref)
+
+    def delivery_failed(
+        self, outbox_id: int, error: str, permanent: bool = False, retry_after: float | None = None
+    ) -> bool:
+        """A try failed: schedule the next one with backoff, or give up (a permanent error,
+        or the last allowed try). Returns True when the post was given up."""
+        now = self.now()
+        with self.store.write() as tx:
+            row = tx.outbox_row(outbox_id)
+            if row is None or row.state != "pending":
+                return True
+            attempts = row.attempts + 1
+            if permanent or attempts >= self.delivery.max_attempts:
+                tx.outbox_give_up(outbox_id, error)
+                log.warning(
+                    "gave up posting %s %s in %s/%s after %s tries: %s",
+                    row.kind,
+                    row.key,
+                    row.platform,
+                    row.channel_id,
+                    attempts,
+                    error,
+                )
+                return True
+            tx.outbox_retry(outbox_id, error, now + self.delivery.delay(attempts, retry_after))
+        return False
+
+    def undelivered(self, community: CommunityRef | None = None) -> list[str]:
+        """Sentences for admins about posts that failed: given up, or waiting for a retry."""
+        with self.store.read() as tx:
+            community_id = None
+            if community is not None:
+                config = tx.find_community(community.platform, community.community_id)
+                if config is None:
+                    return []
+                community_id = config.id
+            return [self._alert(row) for row in tx.undelivered(community_id)]
+
+    @staticmethod
+    def _alert(row: OutboxRecord) -> str:
+        what = {"question": f"daily round #{row.key}", "reveal": f"reveal of round #{row.key}"}.get(
+            row.kind, f"leaderboard {row.key}"
+        )
+        tries = f"{row.attempts} tr{'y' if row.attempts == 1 else 'ies'}"
+        if row.state == "failed":
+            return f"Could not post the {what} in channel {row.channel_id} ({tries}, gave up): {row.last_error}"
+        return (
+            f"Posting the {what} in channel {row.channel_id} failed ({tries}; next try "
+            f"{row.next_try:%Y-%m-%d %H:%M} UTC): {row.last_error}"
+        )

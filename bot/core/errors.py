@@ -31,3 +31,15 @@ class BankError(StudyBotError):
         head = f"The question bank has {count} problem{'s' if count != 1 else ''}"
         super().__init__(head + ":\n" + "\n".join(problems))
         self.problems = problems
+
+
+class SendFailed(Exception):
+    """A platform could not deliver a post. `permanent`: trying again cannot help (an unknown
+    channel, a missing permission); otherwise it is retried, after `retry_after` seconds when
+    the platform said so (a rate limit)."""
+
+    def __init__(self, reason: str, permanent: bool = False, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.permanent = permanent
+        self.retry_after = retry_after

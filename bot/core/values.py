@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 RoundKind = Literal["daily", "practice", "review"]
 LETTERS = "abcde"
@@ -72,7 +72,7 @@ class AnswerFeedback:
 @dataclass(frozen=True)
 class AlreadyAnswered:
     round_id: int
-    chosen: str
+    chosen: str | None  # None: answered before the member asked to be forgotten
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,7 @@ class RevealCard:
     refs: tuple[str, ...]
     channel_id: str
     answered: int
+    question_ref: str | None = None  # the platform's reference of the question's post, once known
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,7 @@ class ConfigCard:
     community: str
     settings: tuple[tuple[str, str], ...]
     changed: str | None = None
+    alerts: tuple[str, ...] = ()  # what an admin should know: posts that could not be delivered
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,50 @@ class DemoRequest:
     args: tuple[str, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True)
+class Problem:
+    """What a user is told when their request failed: a StudyBotError's own sentence, or an
+    apology with the incident id under which the traceback was logged."""
+
+    text: str
+    incident: str | None = None
+
+
+@dataclass(frozen=True)
+class DemoAccepted:
+    """A `/demo` request that passed validation and is about to run."""
+
+    request: DemoRequest
+    user: str
+
+
+@dataclass(frozen=True)
+class DemoResultCard:
+    """A demo's measured result as a table every platform lays out its own way."""
+
+    module: str
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...]
+    chart: str | None
+    wall_s: float
+    data: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+Posted = QuestionCard | RevealCard | LeaderboardCard
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """An outbox row due for sending: where, what, and how many tries it took so far."""
+
+    outbox_id: int
+    channel: ChannelRef
+    card: Posted
+    attempts: int
+
+
 Card = (
     QuestionCard
     | AnswerFeedback
@@ -210,4 +256,7 @@ Card = (
     | Forgotten
     | ConfigCard
     | Notice
+    | Problem
+    | DemoAccepted
+    | DemoResultCard
 )

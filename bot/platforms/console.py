@@ -9,14 +9,14 @@ import json
 import logging
 import shlex
 import sys
-import uuid
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from bot.core.demo_request import parse_demo
-from bot.core.engine import MAX_TEXT, StudyEngine, clean_name
-from bot.core.errors import StudyBotError
+from bot.core import wording
+from bot.core.engine import StudyEngine
+from bot.core.text import MAX_TEXT, clean_name
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
@@ -25,18 +25,23 @@ from bot.core.values import (
     CommunityRef,
     ConfigCard,
     ConfirmForget,
+    DemoAccepted,
+    DemoResultCard,
     Forgotten,
     LeaderboardCard,
     NothingDue,
     Notice,
+    Posted,
+    Problem,
     QuestionCard,
     RevealCard,
     RoundClosed,
     ScoreCard,
     UserRef,
-    letter,
 )
-from bot.jobs import DemoResult, DemoRunner
+from bot.delivery import Deliverer
+from bot.jobs import DemoRunner
+from bot.platforms.bridge import guarded
 
 log = logging.getLogger(__name__)
 
@@ -72,23 +77,21 @@ class Message:
         return json.dumps({"to": self.to, "kind": self.kind, "text": self.text, "data": self.data}, default=str)
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
-def _choices_text(choices: Iterable[str]) -> str:
-    return "\n".join(f"  {letter(i)}) {text}" for i, text in enumerate(choices))
+def _indent(lines: Iterable[str]) -> str:
+    return "\n".join(f"  {line}" for line in lines)
 
 
 def render(card: object) -> list[Message]:
-    """Turn an engine card into console messages."""
+    """Lay an engine card out as console messages; the words come from bot.core.wording."""
     match card:
         case QuestionCard():
-            label = {"daily": "Daily question", "practice": "Practice question", "review": "Review"}[card.kind]
-            late = " (posted late: its usual time had already passed)" if card.late else ""
-            text = (
-                f"{label} #{card.round_id} [{card.topic}, level {card.difficulty}]{late}\n{card.prompt}\n"
-                f"{_choices_text(card.choices)}\nReply with a letter or the choice's text."
+            text = "\n".join(
+                [
+                    wording.question_title(card),
+                    card.prompt,
+                    _indent(wording.choice_lines(card.choices)),
+                    wording.ANSWER_HINT,
+                ]
             )
             data = {
                 "round_id": card.round_id,
@@ -102,194 +105,99 @@ def render(card: object) -> list[Message]:
                 messages.append(Message("user", "admin", card.admin_note, {}))
             return messages
         case AnswerFeedback():
-            head = "Correct!" if card.correct else f"Not quite: the answer is {card.answer}) {card.answer_text}."
-            points = f" +{card.points} points" if card.points else ""
-            bonus = f" (streak bonus +{card.streak_bonus})" if card.streak_bonus else ""
-            lines = [f"{head}{points}{bonus}", f"You chose {card.chosen}) {card.chosen_text}: {card.why}"]
-            if card.trap:
-                lines.append(f"Common trap: {card.trap}")
-            return [
-                Message(
-                    "user",
-                    "feedback",
-                    "\n".join(lines),
-                    {
-                        "correct": card.correct,
-                        "points": card.points,
-                        "chosen": card.chosen,
-                        "answer": card.answer,
-                        "round_id": card.round_id,
-                    },
-                )
-            ]
+            data = {
+                "correct": card.correct,
+                "points": card.points,
+                "chosen": card.chosen,
+                "answer": card.answer,
+                "round_id": card.round_id,
+            }
+            return [Message("user", "feedback", "\n".join(wording.feedback_lines(card)), data)]
         case AlreadyAnswered():
-            return [
-                Message(
-                    "user",
-                    "already_answered",
-                    f"You already answered {card.chosen}; your first answer is the one that counts.",
-                    {"chosen": card.chosen, "round_id": card.round_id},
-                )
-            ]
+            data = {"chosen": card.chosen, "round_id": card.round_id}
+            return [Message("user", "already_answered", wording.already_answered(card), data)]
         case RoundClosed():
-            return [
-                Message(
-                    "user",
-                    "closed",
-                    f"Round #{card.round_id} is closed, so this answer was not scored. The answer was {card.answer}.",
-                    {"answer": card.answer, "round_id": card.round_id},
-                )
-            ]
+            data = {"answer": card.answer, "round_id": card.round_id}
+            return [Message("user", "closed", wording.round_closed(card), data)]
         case RevealCard():
-            lines = [f"Answer to #{card.round_id}: {card.answer}) {card.answer_text}", card.prompt]
-            for c in card.choices:
-                mark = "right" if c.correct else "wrong"
-                lines.append(f"  {c.letter}) {c.text} [{c.count} picked, {mark}]: {c.why}")
+            lines = [wording.reveal_title(card), card.prompt, _indent(wording.reveal_choice(c) for c in card.choices)]
             if card.explain:
                 lines.append(card.explain)
             if card.trap:
-                lines.append(f"Common trap: {card.trap}")
-            lines.append("Read more: " + "; ".join(card.refs))
+                lines.append(wording.trap_line(card.trap))
+            lines.append(wording.refs_line(card.refs))
             counts = {c.letter: c.count for c in card.choices}
-            return [
-                Message(
-                    "channel",
-                    "reveal",
-                    "\n".join(lines),
-                    {"answer": card.answer, "counts": counts, "round_id": card.round_id},
-                )
-            ]
+            data = {
+                "answer": card.answer,
+                "counts": counts,
+                "round_id": card.round_id,
+                "question_ref": card.question_ref,
+            }
+            return [Message("channel", "reveal", "\n".join(lines), data)]
         case AlreadyOpen():
-            return [
-                Message(
-                    "user",
-                    "notice",
-                    f"Today's round (#{card.round_id}, {card.local_date}) is already open here.",
-                    {"round_id": card.round_id},
-                )
-            ]
+            return [Message("user", "notice", wording.already_open(card), {"round_id": card.round_id})]
         case ScoreCard():
-
-            def pct(line: Any) -> str:
-                return f"{line.correct}/{line.answered} ({line.accuracy:.0%})" if line.answered else "none yet"
-
-            rank = f"rank {card.week_rank}" if card.week_rank else "unranked"
-            text = (
-                f"{card.user}: {card.week_points} points in {card.week} ({rank}), {card.total_points} all time.\n"
-                f"Daily accuracy {pct(card.daily)}; practice {pct(card.practice)}.\n"
-                f"Streak {card.streak} (best {card.best_streak}). Reviews due: {card.reviews_due}."
-            )
-            return [
-                Message(
-                    "user",
-                    "score",
-                    text,
-                    {
-                        "week_points": card.week_points,
-                        "total_points": card.total_points,
-                        "week_rank": card.week_rank,
-                        "streak": card.streak,
-                        "best_streak": card.best_streak,
-                        "reviews_due": card.reviews_due,
-                        "daily_answered": card.daily.answered,
-                        "daily_correct": card.daily.correct,
-                        "practice_answered": card.practice.answered,
-                        "practice_correct": card.practice.correct,
-                    },
-                )
-            ]
+            data = {
+                "week_points": card.week_points,
+                "total_points": card.total_points,
+                "week_rank": card.week_rank,
+                "streak": card.streak,
+                "best_streak": card.best_streak,
+                "reviews_due": card.reviews_due,
+                "daily_answered": card.daily.answered,
+                "daily_correct": card.daily.correct,
+                "practice_answered": card.practice.answered,
+                "practice_correct": card.practice.correct,
+            }
+            return [Message("user", "score", "\n".join(wording.score_lines(card)), data)]
         case LeaderboardCard():
-            title = "All-time leaderboard" if card.scope == "all" else f"Leaderboard for {card.scope}"
-            body = "\n".join(f"  {r.rank}. {r.user}: {r.points}" for r in card.rows) or "  No points yet."
+            body = _indent(wording.leaderboard_row(r) for r in card.rows) or f"  {wording.EMPTY_BOARD}"
+            rows = [{"rank": r.rank, "user": r.user, "points": r.points} for r in card.rows]
             return [
                 Message(
                     "channel",
                     "leaderboard",
-                    f"{title}\n{body}",
-                    {
-                        "scope": card.scope,
-                        "rows": [{"rank": r.rank, "user": r.user, "points": r.points} for r in card.rows],
-                    },
+                    f"{wording.leaderboard_title(card)}\n{body}",
+                    {"scope": card.scope, "rows": rows},
                 )
             ]
         case NothingDue():
-            when = f" The next one is due {card.next_due:%Y-%m-%d %H:%M} UTC." if card.next_due else ""
-            return [Message("user", "notice", f"No reviews are due.{when}", {"next_due": card.next_due})]
+            return [Message("user", "notice", wording.nothing_due(card), {"next_due": card.next_due})]
         case ConfirmForget():
-            return [
-                Message(
-                    "user",
-                    "confirm",
-                    f"This deletes everything stored about {card.user} here ({_count(card.answers, 'answer')}). "
-                    "Type /forget-me confirm to go ahead.",
-                    {"answers": card.answers},
-                )
-            ]
+            return [Message("user", "confirm", wording.confirm_forget(card), {"answers": card.answers})]
         case Forgotten():
-            return [
-                Message(
-                    "user",
-                    "notice",
-                    f"Done: {_count(card.answers_deleted, 'answer')} and your reviews are deleted.",
-                    {"answers_deleted": card.answers_deleted},
-                )
-            ]
+            return [Message("user", "notice", wording.forgotten(card), {"answers_deleted": card.answers_deleted})]
         case ConfigCard():
-            settings = "\n".join(f"  {k}: {v}" for k, v in card.settings)
-            head = f"Set {card.changed}." if card.changed else f"Settings of {card.community}:"
-            return [Message("user", "config", f"{head}\n{settings}", {"settings": dict(card.settings)})]
+            text = f"{wording.config_title(card)}\n{_indent(wording.config_lines(card))}"
+            return [Message("user", "config", text, {"settings": dict(card.settings), "alerts": list(card.alerts)})]
         case Notice():
             return [Message("user", "notice", card.text, {})]
-        case DemoResult():
+        case Problem():
+            problem_data: dict[str, Any] = {"message": card.text}
+            if card.incident:
+                problem_data["incident"] = card.incident
+            return [Message("user", "error", card.text, problem_data)]
+        case DemoAccepted():
+            return [Message("user", "progress", wording.demo_accepted(card), {})]
+        case DemoResultCard():
             return [
                 Message(
                     "channel",
                     "demo",
-                    demo_text(card),
-                    {"result": card.result, "chart": str(card.chart) if card.chart else None},
+                    "\n".join(wording.demo_lines(card)),
+                    {"result": card.data, "chart": card.chart, "wall_s": card.wall_s},
                 )
             ]
     raise TypeError(f"no console rendering for {type(card).__name__}")
 
 
-def demo_text(result: DemoResult) -> str:
-    """A plain table of a demo's JSON result."""
-    data = result.result
-    if result.module == "demos.checkpoint" and "results" in data:
-        lines = [
-            f"Checkpoint demo on {data.get('device', '?')} (torch {data.get('torch', '?')}):",
-            f"  {'strategy':<10} {'peak MiB':>9} {'check MiB':>9} {'saved MiB':>9} {'step ms':>8}  grads",
-        ]
-        for row in data["results"]:
-            lines.append(
-                f"  {row['strategy']:<10} {row['peak_bytes'] / 2**20:>9.2f} {row['peak_check_bytes'] / 2**20:>9.2f} "
-                f"{row['saved_bytes'] / 2**20:>9.2f} {row['step_ms']:>8.1f}  "
-                f"{'identical' if row['grads_identical'] else 'DIFFER'}"
-            )
-        theory = data.get("theory")
-        if theory:
-            lines.append(f"  {theory.get('text', '') if isinstance(theory, dict) else theory}")
-        if result.chart:
-            lines.append(f"  chart: {result.chart}")
-        return "\n".join(lines)
-    if result.module == "demos.estimate" and "without" in data:
-        parts = ("parameters", "gradients", "optimizer_state", "activations", "temporaries", "total")
-        lines = [
-            f"Estimated peak of one training step: {data.get('preset')} batch {data.get('batch')} x "
-            f"{data.get('seq')} tokens, {data.get('dtype')} (fake tensors, nothing allocated):",
-            f"  {'':<16}{'without GiB':>12}{'with GiB':>10}",
-        ]
-        for part in parts:
-            without = data["without"].get(f"{part}_bytes", 0) / 2**30
-            with_ckpt = data["with_checkpointing"].get(f"{part}_bytes", 0) / 2**30
-            lines.append(f"  {part.replace('_', ' '):<16}{without:>12.2f}{with_ckpt:>10.2f}")
-        lines.append(f"  {data.get('verdict', '')}")
-        return "\n".join(lines)
-    return json.dumps(data, indent=2, default=str)
-
-
 class Console:
-    """A chat session over the engine: one community, one channel, a current user."""
+    """A chat session over the engine: one community, one channel, a current user.
+
+    Channel posts (the daily round, reveals, leaderboards) reach the console the way they
+    reach Discord and Slack: through the outbox and a deliverer. After each line the console
+    delivers what is due, so a scripted chat reads in order; a background thread delivers
+    what the scheduler claims between lines."""
 
     def __init__(
         self,
@@ -306,6 +214,9 @@ class Console:
         self.demo_runner = demo_runner
         self.on_progress = on_progress
         self.on_config: Callable[[], None] | None = None  # the scheduler's rebuild, when one runs
+        self.deliverer = Deliverer(engine, PLATFORM, community)
+        self._deliver_lock = threading.Lock()
+        self._posted = 0  # channel messages so far: a post's reference is its number
         self.done = False
 
     def _user(self, name: str) -> UserRef:
@@ -313,51 +224,51 @@ class Console:
         return UserRef(PLATFORM, self.community, display.casefold(), display)
 
     def handle(self, line: str) -> list[Message]:
-        """One line in, the messages the bot sends out. Never raises for bad input."""
+        """One line in, the messages the bot sends out (then any channel posts now due).
+        Never raises for bad input."""
         if len(line) > MAX_TEXT:
-            return [
-                Message(
-                    "user",
-                    "error",
-                    f"That line is {len(line):,} characters long; the limit is {MAX_TEXT:,}.",
-                    {"message": "too long"},
-                )
-            ]
+            text = f"That line is {len(line):,} characters long; the limit is {MAX_TEXT:,}."
+            return [Message("user", "error", text, {"message": "too long"})]
         text = line.strip()
         if not text:
             return []
-        try:
-            return self._dispatch(text)
-        except StudyBotError as exc:
-            return [Message("user", "error", exc.message, {"message": exc.message})]
-        except Exception:  # a bug: log it whole, tell the user briefly
-            incident = uuid.uuid4().hex[:8]
-            log.exception("console command failed (incident %s): %r", incident, text[:200])
-            message = f"Sorry, something went wrong on our side (incident {incident}); nothing you stored was lost."
-            return [Message("user", "error", message, {"message": message, "incident": incident})]
+        result = guarded(self._dispatch, text)
+        messages = render(result) if isinstance(result, Problem) else result
+        posts = guarded(self.deliver)  # a busy database only delays posts to the next pass
+        return messages + ([] if isinstance(posts, Problem) else posts)
+
+    def deliver(self, emit: Callable[[Message], None] | None = None) -> list[Message]:
+        """Send the channel posts now due; returns them (or hands each to `emit`)."""
+        out: list[Message] = []
+
+        def send(_channel: ChannelRef, card: Posted) -> str:
+            messages = render(card)
+            for message in messages:
+                (emit or out.append)(message)
+            self._posted += 1
+            return f"console:{self._posted}"
+
+        with self._deliver_lock:
+            self.deliverer.deliver_due(send)
+        return out
 
     def _dispatch(self, text: str) -> list[Message]:
         if not text.startswith("/"):
             card = self.engine.answer_text(self.user, self.channel, text)
             if card is None:
-                return [
-                    Message(
-                        "user",
-                        "notice",
-                        "That is not an answer to anything open: reply with a letter (a-e) or a "
-                        "choice's text, or type /help.",
-                        {},
-                    )
-                ]
+                return [Message("user", "notice", wording.NOT_AN_ANSWER, {})]
             return render(card)
         command, _, rest = text.partition(" ")
         command, rest = command.lower(), rest.strip()
         community = CommunityRef(PLATFORM, self.community)
         match command:
             case "/daily":
-                return render(self.engine.open_daily(self.channel))
+                opened = self.engine.open_daily(self.channel)
+                # the question itself is a channel post: it comes through the outbox
+                return [m for m in render(opened) if m.kind != "question"]
             case "/close":
-                return render(self.engine.close_open_in(self.channel))
+                closed = self.engine.close_open_in(self.channel)
+                return [] if isinstance(closed, RevealCard) else render(closed)
             case "/quiz":
                 return render(self.engine.quiz(self.user, self.channel, rest or None))
             case "/review":
@@ -373,7 +284,7 @@ class Console:
                 return render(self.engine.leaderboard(community, week=rest))
             case "/as":
                 if not rest:
-                    return [Message("user", "error", "Say who: /as NAME.", {"message": "Say who: /as NAME."})]
+                    return render(Problem("Say who: /as NAME."))
                 self.user = self._user(rest)
                 return [
                     Message(
@@ -400,22 +311,16 @@ class Console:
             case "/quit" | "/exit":
                 self.done = True
                 return [Message("user", "notice", "Bye.", {})]
-        return [
-            Message(
-                "user",
-                "error",
-                f"Unknown command {command[:30]}; type /help for the list.",
-                {"message": f"unknown command {command[:30]}"},
-            )
-        ]
+        return render(Problem(f"Unknown command {command[:30]}; type /help for the list."))
 
     def _demo(self, rest: str) -> list[Message]:
-        request = parse_demo(rest)
+        accepted = self.engine.request_demo(self.user, self.channel, rest)
         if self.demo_runner is None:
-            return [Message("user", "error", "Demos are not enabled in this session.", {"message": "no demo runner"})]
+            return render(Problem("Demos are not enabled in this session."))
         if self.on_progress:
-            self.on_progress(Message("user", "progress", f"Running {request.module} in a worker process...", {}))
-        return render(self.demo_runner.run(request))
+            for message in render(accepted):
+                self.on_progress(message)
+        return render(self.demo_runner.run(accepted.request))
 
 
 def run_console(
@@ -436,7 +341,13 @@ def run_console(
         rich_console = RichConsole()
         rich_console.print("[bold]Checkpoint Study Bot[/bold]: console chat. Type /help, or /daily to start.")
 
+    emit_lock = threading.Lock()  # the deliverer thread prints too
+
     def emit(message: Message) -> None:
+        with emit_lock:
+            _emit(message)
+
+    def _emit(message: Message) -> None:
         if jsonl:
             stdout.write(message.as_json() + "\n")
         elif rich_console is not None:
@@ -466,3 +377,52 @@ def run_console(
     if stop is not None:
         stop()
     return 0
+
+
+def console_background(
+    chat: Console, paused: bool = False
+) -> Callable[[Callable[[Message], None]], Callable[[], None]]:
+    """For run_console: once it can print, start the scheduler (catch-up first, so its posts
+    come before the first prompt) and a deliverer thread that prints what it claims; the
+    scheduler is rebuilt after /config. `paused`: jobs armed but never fired (tests)."""
+    from bot.schedule import StudyScheduler
+
+    def begin(emit: Callable[[Message], None]) -> Callable[[], None]:
+        ref = CommunityRef(PLATFORM, chat.community)
+        config = next((c for r, c in chat.engine.communities() if r == ref), None)
+        if config is None or config.channel_id is None:
+            chat.engine.config(ref, "channel", CHANNEL)
+        wake = threading.Event()
+        scheduler = StudyScheduler(chat.engine, platforms=(PLATFORM,), community=chat.community, on_claimed=wake.set)
+        scheduler.start(paused=paused)
+        chat.deliver(emit)  # the catch-up's posts, before the first prompt
+        stop = threading.Event()
+
+        def deliver_loop() -> None:
+            while not stop.is_set():
+                wake.wait(timeout=5.0)
+                wake.clear()
+                if stop.is_set():
+                    break
+                try:
+                    chat.deliver(emit)
+                except Exception:
+                    log.exception("delivering console posts failed; trying again shortly")
+
+        thread = threading.Thread(target=deliver_loop, name="deliver-console", daemon=True)
+        thread.start()
+
+        def rebuild() -> None:
+            scheduler.rebuild(ref)
+
+        chat.on_config = rebuild
+
+        def halt() -> None:
+            scheduler.shutdown()
+            stop.set()
+            wake.set()
+            thread.join(timeout=5)
+
+        return halt
+
+    return begin

@@ -57,13 +57,17 @@ class Round(SQLModel, table=True):
     kind: str = Field(max_length=8)  # daily | practice | review
     member_id: int | None = Field(default=None, foreign_key="members.id", ondelete="CASCADE")
     local_date: str | None = Field(default=None, max_length=10)
-    # "channel|YYYY-MM-DD" for daily rounds, NULL otherwise: one daily round per channel and day.
-    daily_key: str | None = Field(default=None, max_length=80, unique=True)
+    # "community|channel|YYYY-MM-DD" for daily rounds, NULL otherwise: one daily round per
+    # community, channel and local day (a Slack Connect channel id can be in two workspaces).
+    daily_key: str | None = Field(default=None, max_length=96, unique=True)
     opened_at: datetime
     closes_at: datetime | None = None
     closed_at: datetime | None = None
     late: bool = Field(default=False)
     message_ref: str | None = Field(default=None, max_length=128)
+    # The order the choices are shown in, drawn when the round opens: "2,0,3,1" means the
+    # first shown choice is the bank's third. NULL (rounds from before 0003): the file order.
+    choice_order: str | None = Field(default=None, max_length=16)
 
 
 class Answer(SQLModel, table=True):
@@ -109,3 +113,41 @@ class LeaderboardPost(SQLModel, table=True):
     community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
     week: str = Field(max_length=8)
     posted_at: datetime
+
+
+class ForgottenAnswer(SQLModel, table=True):
+    """A member who asked to be forgotten while a round was still open: only a salted hash
+    of who they were, so that a second answer to that round is refused (the first is final)
+    while nothing else about them is kept. Deleted when the round closes."""
+
+    __tablename__ = "forgotten_answers"
+
+    round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE", primary_key=True)
+    user_key: str = Field(max_length=64, primary_key=True)
+
+
+class Outbox(SQLModel, table=True):
+    """A post the engine decided on and a platform must deliver: written in the same
+    transaction as the decision (a round opened, a round closed, a week's board claimed)."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (
+        UniqueConstraint("community_id", "kind", "key", name="uq_outbox_community_kind_key"),
+        Index("ix_outbox_due", "platform", "state", "next_try"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    platform: str = Field(max_length=16)
+    channel_id: str = Field(max_length=64)
+    kind: str = Field(max_length=16)  # question | reveal | leaderboard
+    key: str = Field(max_length=32)  # the round id, or the ISO week
+    state: str = Field(default="pending", max_length=8)  # pending | sent | failed
+    attempts: int = Field(default=0)
+    next_try: datetime
+    claimed_by: str | None = Field(default=None, max_length=64)
+    claimed_until: datetime | None = None
+    message_ref: str | None = Field(default=None, max_length=128)
+    last_error: str | None = Field(default=None, max_length=300)
+    created_at: datetime
+    sent_at: datetime | None = None

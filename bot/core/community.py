@@ -1,0 +1,78 @@
+"""A community's settings (a Discord guild, a Slack workspace, a console community) and the
+rules for changing them from chat."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import time
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bot.core.bank import TOPICS
+from bot.core.errors import InvalidInput
+
+CONFIG_KEYS = ("channel", "timezone", "daily_time", "window_hours", "topics", "paused")
+_TIME_RE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+
+
+@dataclass(frozen=True)
+class CommunityConfig:
+    id: int
+    name: str
+    timezone: str
+    daily_time: str
+    window_hours: int
+    channel_id: str | None
+    topics: tuple[str, ...]
+    paused: bool
+
+    def as_pairs(self) -> tuple[tuple[str, str], ...]:
+        return (
+            ("channel", self.channel_id or "(not set)"),
+            ("timezone", self.timezone),
+            ("daily_time", self.daily_time),
+            ("window_hours", str(self.window_hours)),
+            ("topics", ",".join(self.topics) or "all"),
+            ("paused", "on" if self.paused else "off"),
+        )
+
+
+def parse_setting(key: str, value: str | None) -> tuple[str, Any]:
+    """`/config KEY VALUE` -> (the stored column, its value); a sentence for anything else."""
+    key = key.strip().lower().replace("-", "_")
+    if key not in CONFIG_KEYS:
+        raise InvalidInput(f"Unknown setting '{key[:40]}'. Settings: {', '.join(CONFIG_KEYS)}.")
+    text = (value or "").strip()
+    if not text:
+        raise InvalidInput(f"Give a value: /config {key} VALUE.")
+    if key == "channel":
+        return "channel_id", text[:64]
+    if key == "timezone":
+        try:
+            ZoneInfo(text)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise InvalidInput(f"'{text[:60]}' is not an IANA time zone such as Europe/Berlin.") from None
+        return "timezone", text
+    if key == "daily_time":
+        match = _TIME_RE.match(text)
+        if not match:
+            raise InvalidInput(f"'{text[:20]}' is not a time of day like 09:00.")
+        return "daily_time", time(int(match[1]), int(match[2])).strftime("%H:%M")
+    if key == "window_hours":
+        if not text.isdigit() or not 1 <= int(text) <= 48:
+            raise InvalidInput("window_hours must be a whole number of hours from 1 to 48.")
+        return "window_hours", int(text)
+    if key == "topics":
+        if text.lower() == "all":
+            return "topics", ""
+        topics = [t.strip().lower() for t in text.split(",") if t.strip()]
+        unknown = [t for t in topics if t not in TOPICS]
+        if unknown:
+            raise InvalidInput(f"Unknown topic '{unknown[0][:40]}'. Topics: {', '.join(TOPICS)}.")
+        return "topics", ",".join(dict.fromkeys(topics))
+    if text.lower() in ("on", "true", "yes", "1"):
+        return "paused", True
+    if text.lower() in ("off", "false", "no", "0"):
+        return "paused", False
+    raise InvalidInput("paused must be on or off.")

@@ -1,0 +1,64 @@
+"""Plain values the store hands the engine: rows as frozen dataclasses, so that the rules
+in bot/core never see SQLAlchemy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.core.values import RoundKind
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    id: int
+    community_id: int
+    channel_id: str
+    question_id: str
+    kind: RoundKind
+    member_id: int | None
+    opened_at: datetime
+    closes_at: datetime | None
+    closed_at: datetime | None
+    late: bool
+    message_ref: str | None
+    choice_order: str | None
+
+
+@dataclass(frozen=True)
+class AnswerContext:
+    """What the answer hot path reads before it writes: the round, its community's time
+    zone, the member if known, and that member's earlier answer (shown index) if any."""
+
+    round: RoundRecord
+    timezone: str
+    known_member: int | None
+    previous: int | None
+
+
+@dataclass(frozen=True)
+class NewAnswer:
+    round_id: int
+    member_id: int
+    community_id: int
+    kind: str
+    choice: int  # the index the member saw
+    correct: bool
+    points: int
+    answered_at: datetime
+    week: str
+
+
+@dataclass(frozen=True)
+class OutboxRecord:
+    id: int
+    community_id: int
+    platform: str
+    community: str  # the platform's community id
+    channel_id: str
+    kind: str  # question | reveal | leaderboard
+    key: str
+    attempts: int
+    state: str
+    last_error: str | None
+    next_try: datetime

@@ -1,0 +1,197 @@
+"""Every sentence a user reads, written once for every platform. Platforms only lay these
+out (an embed, Block Kit, console lines); none of them words a message of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from bot.core.values import (
+    AlreadyAnswered,
+    AlreadyOpen,
+    AnswerFeedback,
+    ChoiceReveal,
+    ConfigCard,
+    ConfirmForget,
+    DemoAccepted,
+    DemoResultCard,
+    Forgotten,
+    LeaderboardCard,
+    LeaderboardRow,
+    NothingDue,
+    Problem,
+    QuestionCard,
+    RevealCard,
+    RoundClosed,
+    ScoreCard,
+    StatsLine,
+    letter,
+)
+
+KIND_LABELS = {"daily": "Daily question", "practice": "Practice question", "review": "Review"}
+ANSWER_HINT = "Reply with a letter or the choice's text."
+BUTTON_HINT = "Pick an answer below, or reply with a letter or the choice's text."
+NOT_AN_ANSWER = "That is not an answer to anything open: reply with a letter (a-e) or a choice's text, or type /help."
+BUG = "Sorry, something went wrong on our side (incident {incident}); nothing you stored was lost."
+
+
+def count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+# ------------------------------------------------------------------ questions
+
+
+def question_title(card: QuestionCard) -> str:
+    late = " (posted late: its usual time had already passed)" if card.late else ""
+    return f"{KIND_LABELS[card.kind]} #{card.round_id} [{card.topic}, level {card.difficulty}]{late}"
+
+
+def choice_lines(choices: Iterable[str]) -> list[str]:
+    return [f"{letter(i)}) {text}" for i, text in enumerate(choices)]
+
+
+# -------------------------------------------------------------------- answers
+
+
+def feedback_headline(card: AnswerFeedback) -> str:
+    head = "Correct!" if card.correct else f"Not quite: the answer is {card.answer}) {card.answer_text}."
+    points = f" +{card.points} points" if card.points else ""
+    bonus = f" (streak bonus +{card.streak_bonus})" if card.streak_bonus else ""
+    return f"{head}{points}{bonus}"
+
+
+def feedback_why(card: AnswerFeedback) -> str:
+    return f"You chose {card.chosen}) {card.chosen_text}: {card.why}"
+
+
+def trap_line(trap: str) -> str:
+    return f"Common trap: {trap}"
+
+
+def feedback_lines(card: AnswerFeedback) -> list[str]:
+    lines = [feedback_headline(card), feedback_why(card)]
+    if card.trap:
+        lines.append(trap_line(card.trap))
+    return lines
+
+
+def already_answered(card: AlreadyAnswered) -> str:
+    if card.chosen is None:
+        return "You answered this round before you asked to be forgotten; that first answer stays final."
+    return f"You already answered {card.chosen}; your first answer is the one that counts."
+
+
+def round_closed(card: RoundClosed) -> str:
+    return f"Round #{card.round_id} is closed, so this answer was not scored. The answer was {card.answer}."
+
+
+def already_open(card: AlreadyOpen) -> str:
+    return f"Today's round (#{card.round_id}, {card.local_date}) is already open here."
+
+
+# --------------------------------------------------------------------- reveal
+
+
+def reveal_title(card: RevealCard) -> str:
+    return f"Answer to #{card.round_id}: {card.answer}) {card.answer_text}"
+
+
+def reveal_choice(choice: ChoiceReveal) -> str:
+    mark = "right" if choice.correct else "wrong"
+    return f"{choice.letter}) {choice.text} [{choice.count} picked, {mark}]: {choice.why}"
+
+
+def reveal_summary(card: RevealCard) -> str:
+    return f"{count(card.answered, 'answer')} in all."
+
+
+def refs_line(refs: Iterable[str]) -> str:
+    return "Read more: " + "; ".join(refs)
+
+
+# ---------------------------------------------------------------- score, board
+
+
+def percent(line: StatsLine) -> str:
+    return f"{line.correct}/{line.answered} ({line.accuracy:.0%})" if line.answered else "none yet"
+
+
+def score_lines(card: ScoreCard) -> list[str]:
+    rank = f"rank {card.week_rank}" if card.week_rank else "unranked"
+    return [
+        f"{card.user}: {card.week_points} points in {card.week} ({rank}), {card.total_points} all time.",
+        f"Daily accuracy {percent(card.daily)}; practice {percent(card.practice)}.",
+        f"Streak {card.streak} (best {card.best_streak}). Reviews due: {card.reviews_due}.",
+    ]
+
+
+def leaderboard_title(card: LeaderboardCard) -> str:
+    return "All-time leaderboard" if card.scope == "all" else f"Leaderboard for {card.scope}"
+
+
+def leaderboard_row(row: LeaderboardRow) -> str:
+    return f"{row.rank}. {row.user}: {row.points}"
+
+
+EMPTY_BOARD = "No points yet."
+
+
+# -------------------------------------------------------------- the rest
+
+
+def nothing_due(card: NothingDue) -> str:
+    when = f" The next one is due {card.next_due:%Y-%m-%d %H:%M} UTC." if card.next_due else ""
+    return f"No reviews are due.{when}"
+
+
+def confirm_forget(card: ConfirmForget, command: str = "/forget-me confirm") -> str:
+    return (
+        f"This deletes everything stored about {card.user} here ({count(card.answers, 'answer')}). "
+        f"Type {command} to go ahead."
+    )
+
+
+def forgotten(card: Forgotten) -> str:
+    return f"Done: {count(card.answers_deleted, 'answer')} and your reviews are deleted."
+
+
+def config_title(card: ConfigCard) -> str:
+    return f"Set {card.changed}." if card.changed else f"Settings of {card.community}:"
+
+
+def config_lines(card: ConfigCard) -> list[str]:
+    lines = [f"{key}: {value}" for key, value in card.settings]
+    if card.alerts:
+        lines.append(f"Needs attention ({len(card.alerts)}):")
+        lines.extend(card.alerts)
+    return lines
+
+
+def problem(card: Problem) -> str:
+    return card.text
+
+
+def demo_accepted(card: DemoAccepted) -> str:
+    return f"Running {card.request.module} for {card.user} in a worker process..."
+
+
+def demo_lines(card: DemoResultCard) -> list[str]:
+    """The demo's table as aligned text lines (title, header, rows, notes)."""
+    widths = [max(len(cell) for cell in column) for column in zip(card.header, *card.rows, strict=False)]
+
+    def row(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            cell.ljust(width) if index == 0 else cell.rjust(width)
+            for index, (cell, width) in enumerate(zip(cells, widths, strict=False))
+        ).rstrip()
+
+    lines = [card.title, row(card.header), *(row(r) for r in card.rows), *card.notes]
+    if card.chart:
+        lines.append(f"chart: {card.chart}")
+    return lines
+
+
+def describe_any(card: Any) -> str:
+    """A one-line fallback for a card a platform has no layout for (logged as a bug)."""
+    return f"({type(card).__name__})"

@@ -1,0 +1,145 @@
+"""Deliverers: the only code that sends what the engine decided to post.
+
+The engine writes a daily round, a reveal or a weekly leaderboard to the outbox in the same
+transaction that decides it. A deliverer (one per running platform: an asyncio task on
+Discord and Slack, a thread or a pass after each line in the console) claims due rows for a
+short lease, sends each through the platform's `send`, and records the outcome through the
+engine: the platform's message reference on success, a retry with backoff on a transient
+failure (a 429 with its retry-after, a 5xx, a dropped connection), or giving up on a
+permanent one (an unknown channel, a missing permission) where admins see it. Two
+deliverers on one database never hold the same row at once, and a restart delivers what was
+left undelivered."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Awaitable, Callable
+
+from bot.core.engine import StudyEngine
+from bot.core.errors import SendFailed
+from bot.core.values import ChannelRef, Delivery, Posted
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[ChannelRef, Posted], "str | None"]
+AsyncSend = Callable[[ChannelRef, Posted], Awaitable["str | None"]]
+
+
+def worker_name(platform: str) -> str:
+    return f"{platform}:{socket.gethostname()[:24]}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Deliverer:
+    """Delivers the outbox rows of one platform (and, for the console, one community)."""
+
+    def __init__(self, engine: StudyEngine, platform: str, community: str | None = None, batch: int = 20) -> None:
+        self.engine = engine
+        self.platform = platform
+        self.community = community
+        self.batch = batch
+        self.worker = worker_name(platform)
+        self.sent = 0
+        self.failed = 0
+
+    def _due(self) -> list[Delivery]:
+        return self.engine.due_posts(self.platform, self.worker, self.community, self.batch)
+
+    def _failure(self, item: Delivery, exc: BaseException) -> None:
+        self.failed += 1
+        if isinstance(exc, SendFailed):
+            reason, permanent, retry_after = exc.reason, exc.permanent, exc.retry_after
+        else:
+            reason, permanent, retry_after = f"{type(exc).__name__}: {exc}", False, None
+        gave_up = self.engine.delivery_failed(item.outbox_id, reason, permanent, retry_after)
+        log.log(
+            logging.WARNING if gave_up else logging.INFO,
+            "posting %s to %s failed (try %s): %s%s",
+            type(item.card).__name__,
+            item.channel,
+            item.attempts + 1,
+            reason,
+            "; gave up" if gave_up else "",
+        )
+
+    # ------------------------------------------------------------------ sync
+
+    def deliver_due(self, send: Send) -> int:
+        """One pass: send every due row; returns how many were sent."""
+        done = 0
+        for item in self._due():
+            try:
+                ref = send(item.channel, item.card)
+            except Exception as exc:  # the platform's failure: recorded, retried or given up
+                self._failure(item, exc)
+                continue
+            self.engine.delivered(item.outbox_id, ref)
+            self.sent += 1
+            done += 1
+        return done
+
+    def start_thread(self, send: Send, interval_s: float = 2.0) -> Callable[[], None]:
+        """Deliver in a background thread every `interval_s`; returns its stop."""
+        stop = threading.Event()
+
+        def loop() -> None:
+            while not stop.is_set():
+                try:
+                    self.deliver_due(send)
+                except Exception:  # the database was busy: next round
+                    log.exception("delivering posts failed; trying again shortly")
+                stop.wait(interval_s)
+
+        thread = threading.Thread(target=loop, name=f"deliver-{self.platform}", daemon=True)
+        thread.start()
+
+        def halt() -> None:
+            stop.set()
+            thread.join(timeout=5)
+
+        return halt
+
+    # ----------------------------------------------------------------- async
+
+    async def deliver_due_async(self, send: AsyncSend, run: Callable[..., Awaitable[object]]) -> int:
+        """One pass on an event loop; engine calls go through `run` (the Bridge's) so the
+        loop never waits on the database."""
+        done = 0
+        due = await run(self._due)
+        assert isinstance(due, list)
+        for item in due:
+            try:
+                ref = await send(item.channel, item.card)
+            except Exception as exc:
+                await run(self._failure, item, exc)
+                continue
+            await run(self.engine.delivered, item.outbox_id, ref)
+            self.sent += 1
+            done += 1
+        return done
+
+    async def run_forever(
+        self,
+        send: AsyncSend,
+        run: Callable[..., Awaitable[object]],
+        wake: asyncio.Event | None = None,
+        interval_s: float = 5.0,
+    ) -> None:
+        """Deliver until cancelled: every `interval_s`, or at once when `wake` is set."""
+        wake = wake or asyncio.Event()
+        while True:
+            try:
+                await self.deliver_due_async(send, run)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("delivering posts failed; trying again shortly")
+            try:
+                await asyncio.wait_for(wake.wait(), timeout=interval_s)
+            except TimeoutError:
+                pass
+            wake.clear()

@@ -1,0 +1,641 @@
+"""The engine's SQL: one `StoreTx` per unit of work, one method per question the rules ask.
+
+The engine (bot/core) speaks to this through the `Store`/`StoreTx` protocols of
+bot/core/ports.py and receives plain values (bot/core/records.py, CommunityConfig); it never
+sees a Connection. Both SQLite and PostgreSQL run the same statements."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import Connection, and_, delete, func, or_, select, update
+from sqlmodel import col
+
+from bot.core.community import CommunityConfig
+from bot.core.records import AnswerContext, NewAnswer, OutboxRecord, RoundRecord
+from bot.core.values import CommunityRef
+from bot.store import statements
+from bot.store.database import Database, insert_ignoring
+from bot.store.tables import (
+    Answer,
+    Community,
+    ForgottenAnswer,
+    LeaderboardPost,
+    Member,
+    Outbox,
+    Review,
+    Round,
+)
+
+
+def _config(row: Any) -> CommunityConfig:
+    return CommunityConfig(
+        id=row.id,
+        name=row.name,
+        timezone=row.timezone,
+        daily_time=row.daily_time,
+        window_hours=row.window_hours,
+        channel_id=row.channel_id,
+        topics=tuple(t for t in row.topics.split(",") if t),
+        paused=row.paused,
+    )
+
+
+def _round(row: Any) -> RoundRecord:
+    return RoundRecord(
+        id=row.id,
+        community_id=row.community_id,
+        channel_id=row.channel_id,
+        question_id=row.question_id,
+        kind=row.kind,
+        member_id=row.member_id,
+        opened_at=row.opened_at,
+        closes_at=row.closes_at,
+        closed_at=row.closed_at,
+        late=bool(row.late),
+        message_ref=row.message_ref,
+        choice_order=row.choice_order,
+    )
+
+
+class SqlStore:
+    """The `Store` the engine is given: units of work on a Database."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @contextmanager
+    def read(self) -> Iterator[SqlTx]:
+        with self.db.read() as conn:
+            yield SqlTx(conn)
+
+    @contextmanager
+    def write(self) -> Iterator[SqlTx]:
+        with self.db.write() as conn:
+            yield SqlTx(conn)
+
+
+class SqlTx:
+    """One transaction's queries."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.dialect = conn.dialect.name
+
+    # ------------------------------------------------------------ communities
+
+    def find_community(self, platform: str, external_id: str) -> CommunityConfig | None:
+        row = self.conn.execute(
+            select(Community).where(col(Community.platform) == platform, col(Community.external_id) == external_id)
+        ).first()
+        return _config(row) if row else None
+
+    def ensure_community(
+        self, platform: str, external_id: str, name: str, timezone: str, window_hours: int, now: datetime
+    ) -> CommunityConfig:
+        found = self.find_community(platform, external_id)
+        if found is not None:
+            return found
+        self.conn.execute(
+            insert_ignoring(self.conn, Community, ["platform", "external_id"]).values(
+                platform=platform,
+                external_id=external_id,
+                name=name,
+                timezone=timezone,
+                window_hours=window_hours,
+                created_at=now,
+            )
+        )
+        created = self.find_community(platform, external_id)
+        if created is None:  # pragma: no cover - inserted above or by a concurrent writer
+            raise RuntimeError(f"community {platform}/{external_id} vanished after insert")
+        return created
+
+    def update_community(self, community_id: int, column: str, value: Any) -> CommunityConfig:
+        self.conn.execute(update(Community).where(col(Community.id) == community_id).values({column: value}))
+        return _config(self.conn.execute(select(Community).where(col(Community.id) == community_id)).one())
+
+    def communities(self) -> list[tuple[CommunityRef, CommunityConfig]]:
+        rows = self.conn.execute(select(Community).order_by(col(Community.id))).all()
+        return [(CommunityRef(r.platform, r.external_id), _config(r)) for r in rows]
+
+    # ---------------------------------------------------------------- members
+
+    def upsert_member(self, community_id: int, user_id: str, display_name: str, now: datetime) -> int:
+        return int(
+            self.conn.execute(
+                statements.member_upsert(self.dialect),
+                {"community_id": community_id, "user_id": user_id, "display_name": display_name, "created_at": now},
+            ).scalar_one()
+        )
+
+    def find_member(self, community_id: int, user_id: str) -> int | None:
+        return self.conn.execute(
+            select(col(Member.id)).where(col(Member.community_id) == community_id, col(Member.user_id) == user_id)
+        ).scalar()
+
+    def points_total(self, member_id: int) -> int:
+        return int(self.conn.execute(select(col(Member.points_total)).where(col(Member.id) == member_id)).scalar_one())
+
+    def delete_member(self, member_id: int) -> None:
+        self.conn.execute(delete(Answer).where(col(Answer.member_id) == member_id))
+        self.conn.execute(delete(Review).where(col(Review.member_id) == member_id))
+        self.conn.execute(delete(Round).where(col(Round.member_id) == member_id))
+        self.conn.execute(delete(Member).where(col(Member.id) == member_id))
+
+    # ----------------------------------------------------------------- rounds
+
+    def get_round(self, round_id: int) -> RoundRecord:
+        return _round(self.conn.execute(select(Round).where(col(Round.id) == round_id)).one())
+
+    def daily_round_id(self, daily_key: str) -> int | None:
+        return self.conn.execute(select(col(Round.id)).where(col(Round.daily_key) == daily_key)).scalar()
+
+    def daily_last_asked(self, community_id: int) -> dict[str, datetime]:
+        rows = self.conn.execute(
+            select(col(Round.question_id), func.max(col(Round.opened_at)))
+            .where(col(Round.community_id) == community_id, col(Round.kind) == "daily")
+            .group_by(col(Round.question_id))
+        ).all()
+        return {question_id: moment for question_id, moment in rows}
+
+    def insert_daily(
+        self,
+        community_id: int,
+        channel_id: str,
+        question_id: str,
+        local_date: str,
+        daily_key: str,
+        opened_at: datetime,
+        closes_at: datetime,
+        late: bool,
+        choice_order: str,
+    ) -> RoundRecord | None:
+        """The new round, or None when another writer opened this key first."""
+        new_id = self.conn.execute(
+            insert_ignoring(self.conn, Round, ["daily_key"])
+            .values(
+                community_id=community_id,
+                channel_id=channel_id,
+                question_id=question_id,
+                kind="daily",
+                local_date=local_date,
+                daily_key=daily_key,
+                opened_at=opened_at,
+                closes_at=closes_at,
+                late=late,
+                choice_order=choice_order,
+            )
+            .returning(col(Round.id))
+        ).scalar()
+        return None if new_id is None else self.get_round(cast(int, new_id))
+
+    def insert_private(
+        self,
+        community_id: int,
+        member_id: int,
+        channel_id: str,
+        question_id: str,
+        kind: str,
+        now: datetime,
+        choice_order: str,
+    ) -> RoundRecord:
+        """A practice or review round; it replaces the member's private round left unanswered."""
+        self.conn.execute(
+            update(Round)
+            .where(col(Round.member_id) == member_id, col(Round.closed_at).is_(None), col(Round.kind) != "daily")
+            .values(closed_at=now)
+        )
+        round_id = self.conn.execute(
+            statements.ROUNDS.insert()
+            .values(
+                community_id=community_id,
+                channel_id=channel_id,
+                question_id=question_id,
+                kind=kind,
+                member_id=member_id,
+                opened_at=now,
+                choice_order=choice_order,
+            )
+            .returning(statements.ROUNDS.c.id)
+        ).scalar_one()
+        return self.get_round(round_id)
+
+    def close_private(self, round_id: int, now: datetime) -> None:
+        self.conn.execute(update(Round).where(col(Round.id) == round_id).values(closed_at=now))
+
+    def close_daily(self, round_id: int, now: datetime) -> bool:
+        """Close an open daily round; False when it was closed already (or is not daily)."""
+        closed = self.conn.execute(
+            update(Round)
+            .where(col(Round.id) == round_id, col(Round.kind) == "daily", col(Round.closed_at).is_(None))
+            .values(closed_at=now)
+        ).rowcount
+        if closed:  # the first answers are final from now on by the closed round itself
+            self.conn.execute(delete(ForgottenAnswer).where(col(ForgottenAnswer.round_id) == round_id))
+        return bool(closed)
+
+    def is_daily(self, round_id: int) -> bool:
+        return (
+            self.conn.execute(
+                select(col(Round.id)).where(col(Round.id) == round_id, col(Round.kind) == "daily")
+            ).scalar()
+            is not None
+        )
+
+    def open_daily_in(self, community_id: int, channel_id: str, now: datetime | None) -> RoundRecord | None:
+        """The newest open daily round of a channel (`now`: only one still taking answers)."""
+        query = select(Round).where(
+            col(Round.community_id) == community_id,
+            col(Round.channel_id) == channel_id,
+            col(Round.kind) == "daily",
+            col(Round.closed_at).is_(None),
+        )
+        if now is not None:
+            query = query.where(col(Round.closes_at) > now)
+        row = self.conn.execute(query.order_by(col(Round.id).desc()).limit(1)).first()
+        return _round(row) if row else None
+
+    def pending_private(self, member_id: int) -> RoundRecord | None:
+        row = self.conn.execute(
+            select(Round)
+            .where(col(Round.member_id) == member_id, col(Round.closed_at).is_(None), col(Round.kind) != "daily")
+            .order_by(col(Round.id).desc())
+            .limit(1)
+        ).first()
+        return _round(row) if row else None
+
+    def due_daily_rounds(self, community_id: int | None, now: datetime) -> list[int]:
+        query = select(col(Round.id)).where(
+            col(Round.kind) == "daily", col(Round.closed_at).is_(None), col(Round.closes_at) <= now
+        )
+        if community_id is not None:
+            query = query.where(col(Round.community_id) == community_id)
+        return [cast(int, i) for i in self.conn.execute(query.order_by(col(Round.id))).scalars().all()]
+
+    def next_close(self, community_id: int) -> datetime | None:
+        return self.conn.execute(
+            select(func.min(col(Round.closes_at))).where(
+                col(Round.community_id) == community_id, col(Round.kind) == "daily", col(Round.closed_at).is_(None)
+            )
+        ).scalar()
+
+    def set_round_ref(self, round_id: int, message_ref: str) -> None:
+        self.conn.execute(update(Round).where(col(Round.id) == round_id).values(message_ref=message_ref[:128]))
+
+    # ---------------------------------------------------------------- answers
+
+    def answer_context(self, round_id: int, user_id: str, platform: str, community: str) -> AnswerContext | None:
+        found = self.conn.execute(
+            statements.answer_lookup(),
+            {"round_id": round_id, "user_id": user_id, "platform": platform, "community": community},
+        ).first()
+        if found is None:
+            return None
+        return AnswerContext(
+            round=_round(found), timezone=found.timezone, known_member=found.known_member, previous=found.previous
+        )
+
+    def insert_answer(self, answer: NewAnswer) -> bool:
+        """Store a first answer; False when that member had answered that round already."""
+        inserted = self.conn.execute(
+            statements.answer_insert(self.dialect),
+            {
+                "round_id": answer.round_id,
+                "member_id": answer.member_id,
+                "community_id": answer.community_id,
+                "kind": answer.kind,
+                "choice": answer.choice,
+                "correct": answer.correct,
+                "points": answer.points,
+                "answered_at": answer.answered_at,
+                "week": answer.week,
+            },
+        ).scalar()
+        if inserted is not None and answer.points:
+            self.conn.execute(statements.add_points(), {"member_id": answer.member_id, "points": answer.points})
+        return inserted is not None
+
+    def answer_choice(self, round_id: int, member_id: int) -> int | None:
+        return self.conn.execute(
+            select(col(Answer.choice)).where(col(Answer.round_id) == round_id, col(Answer.member_id) == member_id)
+        ).scalar()
+
+    def earlier_outcomes(self, community_id: int, member_id: int, round_id: int, limit: int) -> list[bool | None]:
+        return list(
+            self.conn.execute(
+                statements.earlier_outcomes(limit),
+                {"member_id": member_id, "community_id": community_id, "round_id": round_id},
+            ).scalars()
+        )
+
+    def choice_counts(self, round_id: int) -> dict[int, int]:
+        return {
+            int(choice): int(count)
+            for choice, count in self.conn.execute(
+                select(col(Answer.choice), func.count())
+                .where(col(Answer.round_id) == round_id)
+                .group_by(col(Answer.choice))
+            ).all()
+        }
+
+    def answer_stats(self, member_id: int) -> dict[tuple[str, bool], int]:
+        return {
+            (kind, bool(correct)): int(count)
+            for kind, correct, count in self.conn.execute(
+                select(col(Answer.kind), col(Answer.correct), func.count())
+                .where(col(Answer.member_id) == member_id)
+                .group_by(col(Answer.kind), col(Answer.correct))
+            ).all()
+        }
+
+    def answer_count(self, member_id: int) -> int:
+        return int(
+            self.conn.execute(
+                select(func.count()).select_from(Answer).where(col(Answer.member_id) == member_id)
+            ).scalar_one()
+        )
+
+    def daily_outcomes(
+        self, community_id: int, member_id: int
+    ) -> list[tuple[datetime | None, datetime | None, bool | None]]:
+        """Every daily round of the community, newest first: (closed_at, closes_at, correct)."""
+        rows = self.conn.execute(
+            select(col(Round.closed_at), col(Round.closes_at), col(Answer.correct))
+            .select_from(Round)
+            .outerjoin(Answer, and_(col(Answer.round_id) == col(Round.id), col(Answer.member_id) == member_id))
+            .where(col(Round.community_id) == community_id, col(Round.kind) == "daily")
+            .order_by(col(Round.id).desc())
+        ).all()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def seen_counts(self, member_id: int) -> dict[str, int]:
+        return {
+            question_id: int(count)
+            for question_id, count in self.conn.execute(
+                select(col(Round.question_id), func.count())
+                .join(Answer, col(Answer.round_id) == col(Round.id))
+                .where(col(Answer.member_id) == member_id)
+                .group_by(col(Round.question_id))
+            ).all()
+        }
+
+    def board(self, community_id: int, week: str | None) -> list[tuple[str, int, int]]:
+        """(name, points, member id) of members with points: in one ISO week (one GROUP BY over
+        that week's answers, on a covering index), or all time (the totals kept on members)."""
+        if week is None:
+            query = select(col(Member.display_name), col(Member.points_total), col(Member.id)).where(
+                col(Member.community_id) == community_id, col(Member.points_total) > 0
+            )
+        else:
+            query = (
+                select(col(Member.display_name), func.sum(col(Answer.points)).label("points"), col(Answer.member_id))
+                .join(Member, col(Member.id) == col(Answer.member_id))
+                .where(col(Answer.community_id) == community_id, col(Answer.week) == week)
+                .group_by(col(Answer.member_id), col(Member.display_name))
+                .having(func.sum(col(Answer.points)) > 0)
+            )
+        return [(name, int(points), cast(int, mid)) for name, points, mid in self.conn.execute(query).all()]
+
+    def export(self, community_id: int) -> list[Any]:
+        return list(
+            self.conn.execute(
+                select(
+                    col(Answer.answered_at),
+                    col(Answer.week),
+                    col(Member.user_id),
+                    col(Member.display_name),
+                    col(Answer.kind),
+                    col(Round.question_id),
+                    col(Answer.choice),
+                    col(Round.choice_order),
+                    col(Answer.correct),
+                    col(Answer.points),
+                )
+                .join(Member, col(Member.id) == col(Answer.member_id))
+                .join(Round, col(Round.id) == col(Answer.round_id))
+                .where(col(Answer.community_id) == community_id)
+                .order_by(col(Answer.id))
+            ).all()
+        )
+
+    # ---------------------------------------- forgotten members of open rounds
+
+    def open_daily_answered_by(self, member_id: int, now: datetime) -> list[int]:
+        """The daily rounds this member answered that still take answers."""
+        return [
+            cast(int, i)
+            for i in self.conn.execute(
+                select(col(Round.id))
+                .join(Answer, col(Answer.round_id) == col(Round.id))
+                .where(
+                    col(Answer.member_id) == member_id,
+                    col(Round.kind) == "daily",
+                    col(Round.closed_at).is_(None),
+                    or_(col(Round.closes_at).is_(None), col(Round.closes_at) > now),
+                )
+            ).scalars()
+        ]
+
+    def mark_forgotten(self, round_ids: Iterable[int], user_key: str) -> None:
+        for round_id in round_ids:
+            self.conn.execute(
+                insert_ignoring(self.conn, ForgottenAnswer, ["round_id", "user_key"]).values(
+                    round_id=round_id, user_key=user_key
+                )
+            )
+
+    def was_forgotten(self, round_id: int, user_key: str) -> bool:
+        return (
+            self.conn.execute(
+                select(col(ForgottenAnswer.round_id)).where(
+                    col(ForgottenAnswer.round_id) == round_id, col(ForgottenAnswer.user_key) == user_key
+                )
+            ).first()
+            is not None
+        )
+
+    # ---------------------------------------------------------------- reviews
+
+    def review_state(self, member_id: int, question_id: str) -> str | None:
+        return self.conn.execute(
+            select(col(Review.state)).where(col(Review.member_id) == member_id, col(Review.question_id) == question_id)
+        ).scalar()
+
+    def update_review(self, member_id: int, question_id: str, state: str, due: datetime) -> None:
+        self.conn.execute(
+            update(Review)
+            .where(col(Review.member_id) == member_id, col(Review.question_id) == question_id)
+            .values(state=state, due=due)
+        )
+
+    def add_review(self, member_id: int, question_id: str, state: str, due: datetime) -> None:
+        self.conn.execute(
+            insert_ignoring(self.conn, Review, ["member_id", "question_id"]).values(
+                member_id=member_id, question_id=question_id, state=state, due=due
+            )
+        )
+
+    def reviews(self, member_id: int) -> list[tuple[str, datetime]]:
+        rows = self.conn.execute(
+            select(col(Review.question_id), col(Review.due))
+            .where(col(Review.member_id) == member_id)
+            .order_by(col(Review.due))
+        ).all()
+        return [(q, due) for q, due in rows]
+
+    def reviews_due(self, member_id: int, now: datetime) -> int:
+        return int(
+            self.conn.execute(
+                select(func.count())
+                .select_from(Review)
+                .where(col(Review.member_id) == member_id, col(Review.due) <= now)
+            ).scalar_one()
+        )
+
+    # ------------------------------------------------------------ leaderboards
+
+    def claim_week(self, community_id: int, week: str, now: datetime) -> bool:
+        claimed = self.conn.execute(
+            insert_ignoring(self.conn, LeaderboardPost, ["community_id", "week"])
+            .values(community_id=community_id, week=week, posted_at=now)
+            .returning(col(LeaderboardPost.id))
+        ).scalar()
+        return claimed is not None
+
+    # ----------------------------------------------------------------- outbox
+
+    def enqueue(self, community_id: int, channel_id: str, kind: str, key: str, now: datetime) -> None:
+        """Queue a post for the community's platform, once per (community, kind, key)."""
+        platform = select(col(Community.platform)).where(col(Community.id) == community_id).scalar_subquery()
+        self.conn.execute(
+            insert_ignoring(self.conn, Outbox, ["community_id", "kind", "key"]).values(
+                community_id=community_id,
+                platform=platform,
+                channel_id=channel_id,
+                kind=kind,
+                key=key,
+                state="pending",
+                attempts=0,
+                next_try=now,
+                created_at=now,
+            )
+        )
+
+    def claim_outbox(
+        self, platform: str, community: str | None, worker: str, now: datetime, lease: timedelta, limit: int
+    ) -> list[OutboxRecord]:
+        """Take up to `limit` due rows for `worker` until `now + lease`. A row claimed by a
+        live lease is skipped; on PostgreSQL rows another transaction is claiming are skipped
+        (SKIP LOCKED), on SQLite the write transaction already holds the only write lock."""
+        query = (
+            select(Outbox, col(Community.external_id))
+            .join(Community, col(Community.id) == col(Outbox.community_id))
+            .where(
+                col(Outbox.platform) == platform,
+                col(Outbox.state) == "pending",
+                col(Outbox.next_try) <= now,
+                or_(col(Outbox.claimed_until).is_(None), col(Outbox.claimed_until) < now),
+            )
+            .order_by(col(Outbox.next_try), col(Outbox.id))
+            .limit(limit)
+        )
+        if community is not None:
+            query = query.where(col(Community.external_id) == community)
+        if self.dialect == "postgresql":
+            query = query.with_for_update(skip_locked=True, of=Outbox)
+        rows = self.conn.execute(query).all()
+        if not rows:
+            return []
+        ids = [row.id for row in rows]
+        self.conn.execute(
+            update(Outbox).where(col(Outbox.id).in_(ids)).values(claimed_by=worker, claimed_until=now + lease)
+        )
+        return [self._outbox(row) for row in rows]
+
+    @staticmethod
+    def _outbox(row: Any) -> OutboxRecord:
+        return OutboxRecord(
+            id=row.id,
+            community_id=row.community_id,
+            platform=row.platform,
+            community=row.external_id,
+            channel_id=row.channel_id,
+            kind=row.kind,
+            key=row.key,
+            attempts=row.attempts,
+            state=row.state,
+            last_error=row.last_error,
+            next_try=row.next_try,
+        )
+
+    def outbox_row(self, outbox_id: int) -> OutboxRecord | None:
+        row = self.conn.execute(
+            select(Outbox, col(Community.external_id))
+            .join(Community, col(Community.id) == col(Outbox.community_id))
+            .where(col(Outbox.id) == outbox_id)
+        ).first()
+        return self._outbox(row) if row else None
+
+    def outbox_sent(self, outbox_id: int, message_ref: str | None, now: datetime) -> None:
+        self.conn.execute(
+            update(Outbox)
+            .where(col(Outbox.id) == outbox_id)
+            .values(
+                state="sent",
+                attempts=col(Outbox.attempts) + 1,
+                message_ref=None if message_ref is None else message_ref[:128],
+                sent_at=now,
+                claimed_by=None,
+                claimed_until=None,
+                last_error=None,
+            )
+        )
+
+    def outbox_retry(self, outbox_id: int, error: str, next_try: datetime) -> None:
+        self.conn.execute(
+            update(Outbox)
+            .where(col(Outbox.id) == outbox_id)
+            .values(
+                attempts=col(Outbox.attempts) + 1,
+                next_try=next_try,
+                last_error=error[:300],
+                claimed_by=None,
+                claimed_until=None,
+            )
+        )
+
+    def outbox_give_up(self, outbox_id: int, error: str) -> None:
+        self.conn.execute(
+            update(Outbox)
+            .where(col(Outbox.id) == outbox_id)
+            .values(
+                state="failed",
+                attempts=col(Outbox.attempts) + 1,
+                last_error=error[:300],
+                claimed_by=None,
+                claimed_until=None,
+            )
+        )
+
+    def outbox_ref(self, community_id: int, kind: str, key: str) -> str | None:
+        return self.conn.execute(
+            select(col(Outbox.message_ref)).where(
+                col(Outbox.community_id) == community_id, col(Outbox.kind) == kind, col(Outbox.key) == key
+            )
+        ).scalar()
+
+    def undelivered(self, community_id: int | None) -> list[OutboxRecord]:
+        """Posts given up on, and posts that failed at least once and wait for a retry."""
+        query = (
+            select(Outbox, col(Community.external_id))
+            .join(Community, col(Community.id) == col(Outbox.community_id))
+            .where(or_(col(Outbox.state) == "failed", and_(col(Outbox.state) == "pending", col(Outbox.attempts) > 0)))
+            .order_by(col(Outbox.id))
+        )
+        if community_id is not None:
+            query = query.where(col(Outbox.community_id) == community_id)
+        return [self._outbox(row) for row in self.conn.execute(query).all()]
