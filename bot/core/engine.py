@@ -204,7 +204,7 @@ class StudyEngine:
         # Read first, without the write lock: repeats (double clicks, retries) and answers to
         # closed or foreign rounds end here, so only a first answer ever queues to write.
         with self.store.read() as tx:
-            found = tx.answer_context(round_id, user.user_id, user.platform, user.community_id)
+            found = tx.answer_context(round_id, user.user_id, user.platform, user.community_id, self._forget_key(user))
         if found is None:
             raise NotFound(f"There is no question #{round_id} in this community.")
         row = found.round
@@ -212,6 +212,8 @@ class StudyEngine:
             raise NotFound(f"Question #{round_id} was someone else's practice question.")
         if found.previous is not None:
             return AlreadyAnswered(round_id=round_id, chosen=letter(found.previous))
+        if found.forgotten:  # their first answer stays final though its record is gone
+            return AlreadyAnswered(round_id=round_id, chosen=None)
         question = self._question(row.question_id)
         if not 0 <= choice < len(question.choices):
             raise InvalidInput(f"Choose one of {', '.join(letter(i) for i in range(len(question.choices)))}.")
@@ -220,8 +222,6 @@ class StudyEngine:
         if row.closed_at is not None or (row.closes_at is not None and row.closes_at <= now):
             return RoundClosed(round_id=round_id, answer=letter(shown_answer))
         with self.store.write() as tx:
-            if row.kind == "daily" and tx.was_forgotten(round_id, self._forget_key(user)):
-                return AlreadyAnswered(round_id=round_id, chosen=None)
             member_id = self._member(tx, row.community_id, user)
             correct = choice == shown_answer
             bonus = 0

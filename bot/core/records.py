@@ -34,6 +34,7 @@ class AnswerContext:
     timezone: str
     known_member: int | None
     previous: int | None
+    forgotten: bool = False  # answered, then asked to be forgotten, while the round is open
 
 
 @dataclass(frozen=True)

@@ -288,15 +288,27 @@ class SqlTx:
 
     # ---------------------------------------------------------------- answers
 
-    def answer_context(self, round_id: int, user_id: str, platform: str, community: str) -> AnswerContext | None:
+    def answer_context(
+        self, round_id: int, user_id: str, platform: str, community: str, user_key: str
+    ) -> AnswerContext | None:
         found = self.conn.execute(
             statements.answer_lookup(),
-            {"round_id": round_id, "user_id": user_id, "platform": platform, "community": community},
+            {
+                "round_id": round_id,
+                "user_id": user_id,
+                "platform": platform,
+                "community": community,
+                "user_key": user_key,
+            },
         ).first()
         if found is None:
             return None
         return AnswerContext(
-            round=_round(found), timezone=found.timezone, known_member=found.known_member, previous=found.previous
+            round=_round(found),
+            timezone=found.timezone,
+            known_member=found.known_member,
+            previous=found.previous,
+            forgotten=found.forgotten is not None,
         )
 
     def insert_answer(self, answer: NewAnswer) -> bool:
@@ -448,16 +460,6 @@ class SqlTx:
                 )
             )
 
-    def was_forgotten(self, round_id: int, user_key: str) -> bool:
-        return (
-            self.conn.execute(
-                select(col(ForgottenAnswer.round_id)).where(
-                    col(ForgottenAnswer.round_id) == round_id, col(ForgottenAnswer.user_key) == user_key
-                )
-            ).first()
-            is not None
-        )
-
     # ---------------------------------------------------------------- reviews
 
     def review_state(self, member_id: int, question_id: str) -> str | None:
@@ -474,9 +476,8 @@ class SqlTx:
 
     def add_review(self, member_id: int, question_id: str, state: str, due: datetime) -> None:
         self.conn.execute(
-            insert_ignoring(self.conn, Review, ["member_id", "question_id"]).values(
-                member_id=member_id, question_id=question_id, state=state, due=due
-            )
+            statements.review_insert(self.dialect),
+            {"member_id": member_id, "question_id": question_id, "state": state, "due": due},
         )
 
     def reviews(self, member_id: int) -> list[tuple[str, datetime]]:

@@ -12,7 +12,7 @@ from sqlalchemy import Table, and_, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col
 
-from bot.store.tables import Answer, Community, Member, Round
+from bot.store.tables import Answer, Community, ForgottenAnswer, Member, Review, Round
 
 ANSWERS: Table = Answer.__table__  # type: ignore[attr-defined]
 MEMBERS: Table = Member.__table__  # type: ignore[attr-defined]
@@ -25,16 +25,28 @@ def _dialect(name: str) -> Any:
 
 @cache
 def answer_lookup() -> Any:
-    """The round, its community's time zone, the member (if known) and their earlier answer."""
+    """The round, its community's time zone, the member (if known), their earlier answer, and
+    whether they answered it before asking to be forgotten (the salted hash `user_key`)."""
     return (
         select(
-            Round, col(Community.timezone), col(Member.id).label("known_member"), col(Answer.choice).label("previous")
+            Round,
+            col(Community.timezone),
+            col(Member.id).label("known_member"),
+            col(Answer.choice).label("previous"),
+            col(ForgottenAnswer.user_key).label("forgotten"),
         )
         .join(Community, col(Community.id) == col(Round.community_id))
         .outerjoin(
             Member, and_(col(Member.community_id) == col(Community.id), col(Member.user_id) == bindparam("user_id"))
         )
         .outerjoin(Answer, and_(col(Answer.round_id) == col(Round.id), col(Answer.member_id) == col(Member.id)))
+        .outerjoin(
+            ForgottenAnswer,
+            and_(
+                col(ForgottenAnswer.round_id) == col(Round.id),
+                col(ForgottenAnswer.user_key) == bindparam("user_key"),
+            ),
+        )
         .where(
             col(Round.id) == bindparam("round_id"),
             col(Community.platform) == bindparam("platform"),
@@ -89,3 +101,10 @@ def add_points() -> Any:
         .where(MEMBERS.c.id == bindparam("member_id"))
         .values(points_total=MEMBERS.c.points_total + bindparam("points"))
     )
+
+
+@cache
+def review_insert(dialect: str) -> Any:
+    """Start a member's review card for a question unless one exists."""
+    table: Table = Review.__table__  # type: ignore[attr-defined]
+    return _dialect(dialect).insert(table).on_conflict_do_nothing(index_elements=["member_id", "question_id"])
