@@ -240,3 +240,58 @@ def test_identical_prompts_are_reported_once_not_twice_as_near_duplicates(tmp_pa
     problems = collect([bank], root=ROOT)[1]
     assert sum("the same prompt stands at" in p for p in problems) == 1
     assert not any("near-duplicate" in p for p in problems)
+
+
+# ---------------------------------------------------------------- reviewed pairs
+
+
+def near_duplicate_bank(tmp_path: Path) -> Path:
+    return write_bank(
+        tmp_path,
+        "correctness.yaml",
+        question_yaml(
+            "autocast-a",
+            "A checkpointed block runs under torch.autocast with bfloat16; in what dtype does its recompute run?",
+            "bfloat16, autocast is replayed",
+            ["float32, the default dtype", "float16, autocast's default"],
+            why="The autocast state of the forward pass is captured and replayed during the recompute.",
+        ),
+        question_yaml(
+            "autocast-b",
+            "Under torch.autocast(dtype=bfloat16) a block is checkpointed. Which dtype do the recomputed matmuls use?",
+            "bf16, the autocast state is replayed",
+            ["fp32, outside the context", "fp16, the autocast default"],
+            why="Checkpoint captures the autocast state of the forward pass and replays it in the recompute.",
+        ),
+    )
+
+
+def test_a_reviewed_pair_is_not_reported(tmp_path: Path) -> None:
+    bank = near_duplicate_bank(tmp_path)
+    assert any("near-duplicate" in p for p in collect([bank], root=ROOT)[1])
+    (bank / "reviewed-pairs.yaml").write_text(
+        '- pair: [autocast-b, autocast-a]\n  distinct: "a asks the recompute dtype, b asks the matmul dtype."\n'
+    )
+    questions, problems = collect([bank], root=ROOT)
+    assert not any("near-duplicate" in p or "reviewed-pairs" in p for p in problems), problems
+    assert len(questions) == 2  # the listing is not read as a bank file
+    assert len(load_bank(bank, root=ROOT)) == 2
+
+
+def test_reviewed_pairs_problems_are_reported_at_their_line(tmp_path: Path) -> None:
+    bank = near_duplicate_bank(tmp_path)
+    listing = bank / "reviewed-pairs.yaml"
+    listing.write_text(
+        '- pair: [autocast-a, autocast-c]\n  distinct: "a asks the recompute dtype, c asks nothing at all."\n'
+        "- pair: [autocast-a, autocast-b]\n  distinct: too short\n"
+        "- pair: [autocast-a, autocast-b]\n"
+        '- pair: [autocast-b, autocast-a]\n  distinct: "a asks the recompute dtype, b asks the matmul dtype."\n'
+        '- pair: [autocast-a, autocast-b]\n  distinct: "a asks the recompute dtype, b asks the matmul dtype."\n'
+    )
+    problems = collect([bank], root=ROOT)[1]
+    assert f"{listing}:1: unknown question id 'autocast-c'" in problems
+    assert any(p.startswith(f"{listing}:3: `distinct` must say") for p in problems), problems
+    assert any(p.startswith(f"{listing}:5: `distinct` must say") for p in problems), problems
+    assert f"{listing}:8: the pair autocast-a, autocast-b is already listed at line 6" in problems
+    assert not any("near-duplicate" in p for p in problems)
+    assert len([p for p in problems if p.startswith(str(listing))]) == 4, problems

@@ -49,6 +49,9 @@ MAX_LONGEST_CORRECT_SHARE = 0.30
 # Calibrated on the bank before issue 12's rewrite (tests/data/similarity_bank_28ffca3.json):
 # the repeats its review found score 0.304 to 0.76; 99% of all pairs score below 0.28.
 NEAR_DUPLICATE_THRESHOLD = 0.30
+# Pairs a reviewer judged distinct though they score above the threshold (next to the bank files).
+REVIEWED_PAIRS = "reviewed-pairs.yaml"
+MIN_DISTINCT = 30
 
 TOP_KEYS = {"topic", "questions"}
 QUESTION_KEYS = {"id", "difficulty", "prompt", "choices", "trap", "explain", "refs", "check", "demo"}
@@ -406,7 +409,7 @@ def collect(paths: Sequence[Path], root: Path | None = None, style: bool = True)
     problems: list[str] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(path.glob("*.yaml")))
+            files.extend(f for f in sorted(path.glob("*.yaml")) if f.name != REVIEWED_PAIRS)
         elif path.is_file():
             files.append(path)
         else:
@@ -440,8 +443,56 @@ def collect(paths: Sequence[Path], root: Path | None = None, style: bool = True)
         else:
             first_prompt[key] = q.source
     if style:
-        problems.extend(bank_problems(questions, where=f"{paths[0]}:1" if paths else "bank:1"))
+        reviewed: set[frozenset[str]] = set()
+        for listing in sorted({f.parent / REVIEWED_PAIRS for f in files}):
+            if listing.is_file():
+                pairs, listing_problems = reviewed_pairs(listing, set(first_id))
+                reviewed |= pairs
+                problems.extend(listing_problems)
+        problems.extend(bank_problems(questions, where=f"{paths[0]}:1" if paths else "bank:1", reviewed=reviewed))
     return questions, problems
+
+
+def reviewed_pairs(path: Path, ids: set[str]) -> tuple[set[frozenset[str]], list[str]]:
+    """The pairs of questions/reviewed-pairs.yaml (`- pair: [id-a, id-b]` with a `distinct:`
+    sentence saying what each asks that the other does not), and its problems as path:line."""
+    pairs: set[frozenset[str]] = set()
+    problems: list[str] = []
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return pairs, [f"{path}:{mark.line + 1 if mark else 1}: cannot be read as YAML ({exc})"]
+    if root is None:
+        return pairs, problems
+    if not isinstance(root, yaml.SequenceNode):
+        return pairs, [f"{path}:{root.start_mark.line + 1}: must be a list of `- pair: [id-a, id-b]` entries"]
+    first: dict[frozenset[str], int] = {}
+    for entry in root.value:
+        line = entry.start_mark.line + 1
+        fields = {k.value: v for k, v in entry.value} if isinstance(entry, yaml.MappingNode) else {}
+        pair, distinct = fields.get("pair"), fields.get("distinct")
+        names = [n.value for n in getattr(pair, "value", []) if isinstance(n, yaml.ScalarNode)]
+        names = names if isinstance(pair, yaml.SequenceNode) else []
+        if len(names) != 2 or names[0] == names[1]:
+            problems.append(f"{path}:{line}: `pair` must name two different question ids")
+            continue
+        unknown = [n for n in names if n not in ids]
+        for name in unknown:
+            problems.append(f"{path}:{line}: unknown question id '{name}'")
+        if not isinstance(distinct, yaml.ScalarNode) or len(str(distinct.value).strip()) < MIN_DISTINCT:
+            problems.append(
+                f"{path}:{line}: `distinct` must say in one sentence (at least {MIN_DISTINCT} characters) "
+                "what each question asks that the other does not"
+            )
+            continue
+        key = frozenset(names)
+        if key in first:
+            problems.append(f"{path}:{line}: the pair {names[0]}, {names[1]} is already listed at line {first[key]}")
+        elif not unknown:
+            first[key] = line
+            pairs.add(key)
+    return pairs, problems
 
 
 # ---------------------------------------------------------------- bank-wide rules
@@ -527,9 +578,11 @@ def near_duplicates(
     return sorted(found, key=lambda item: -item[0])
 
 
-def bank_problems(questions: Sequence[Question], where: str) -> list[str]:
+def bank_problems(questions: Sequence[Question], where: str, reviewed: Iterable[frozenset[str]] = ()) -> list[str]:
     """The rules over the whole bank: the share of longest correct choices and near-duplicates.
-    `where` (path:line) is where the bank-wide share is reported."""
+    `where` (path:line) is where the bank-wide share is reported; `reviewed` pairs (by id) were
+    judged distinct by a reviewer and are not reported."""
+    reviewed = set(reviewed)
     problems = []
     longest, total = longest_correct_share(questions)
     if total and longest / total > MAX_LONGEST_CORRECT_SHARE:
@@ -538,6 +591,8 @@ def bank_problems(questions: Sequence[Question], where: str) -> list[str]:
             f"({longest / total:.1%}); the limit is {MAX_LONGEST_CORRECT_SHARE:.0%}"
         )
     for score, a, b in near_duplicates(questions):
+        if frozenset((a.id, b.id)) in reviewed:
+            continue
         problems.append(
             f"{a.source}: question '{a.id}' is a near-duplicate of '{b.id}' at {b.source} "
             f"(similarity {score:.2f}, limit {NEAR_DUPLICATE_THRESHOLD:.2f}): ask a different thing or merge them"
