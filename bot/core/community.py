@@ -13,6 +13,10 @@ from bot.core.bank import TOPICS
 from bot.core.errors import InvalidInput
 
 CONFIG_KEYS = ("channel", "timezone", "daily_time", "window_hours", "topics", "paused")
+# What chat commands may say instead (Discord's and Slack's /config use the short names).
+CONFIG_ALIASES = {"time": "daily_time", "window": "window_hours", "tz": "timezone", "zone": "timezone"}
+# Admin actions that are not settings: pause/resume set `paused`; post-now opens today's round.
+CONFIG_ACTIONS = ("show", "pause", "resume", "post-now")
 _TIME_RE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 
@@ -41,6 +45,7 @@ class CommunityConfig:
 def parse_setting(key: str, value: str | None) -> tuple[str, Any]:
     """`/config KEY VALUE` -> (the stored column, its value); a sentence for anything else."""
     key = key.strip().lower().replace("-", "_")
+    key = CONFIG_ALIASES.get(key, key)
     if key not in CONFIG_KEYS:
         raise InvalidInput(f"Unknown setting '{key[:40]}'. Settings: {', '.join(CONFIG_KEYS)}.")
     text = (value or "").strip()

@@ -14,7 +14,7 @@ from bot.core import choices as codec
 from bot.core import review as spaced
 from bot.core import scoring
 from bot.core.bank import TOPICS, Bank, Question
-from bot.core.community import CONFIG_KEYS, CommunityConfig, parse_setting
+from bot.core.community import CONFIG_ALIASES, CONFIG_KEYS, CommunityConfig, parse_setting
 from bot.core.demo_request import parse_demo
 from bot.core.errors import InvalidInput, NotFound
 from bot.core.ports import Store, StoreTx
@@ -264,6 +264,13 @@ class StudyEngine:
             streak_bonus=bonus,
         )
 
+    def answer_button(self, user: UserRef, custom_id: str) -> AnswerFeedback | AlreadyAnswered | RoundClosed:
+        """A click on an answer button: its id says the round and the shown choice."""
+        decoded = codec.decode_answer(custom_id)
+        if decoded is None:
+            raise InvalidInput("That button is not one of this bot's answer buttons.")
+        return self.answer(user, *decoded)
+
     def _schedule_review(
         self, tx: StoreTx, row: RoundRecord, member_id: int, question_id: str, correct: bool, now: datetime
     ) -> None:
@@ -505,6 +512,15 @@ class StudyEngine:
             board = [] if config is None else scoring.rank_rows(tx.board(config.id, None if all_time else scope))
         return LeaderboardCard(community=community.community_id, scope=scope, rows=tuple(r for _, r in board))
 
+    def leaderboard_for(self, community: CommunityRef, scope: str | None = None) -> LeaderboardCard:
+        """`/leaderboard [week|all|2026-W48]` as typed in chat."""
+        text = (scope or "").strip()
+        if text.lower() in ("", "week", "this-week"):
+            return self.leaderboard(community)
+        if text.lower() in ("all", "all-time", "alltime"):
+            return self.leaderboard(community, all_time=True)
+        return self.leaderboard(community, week=text)
+
     def weekly_post(self, community: CommunityRef, week: str) -> LeaderboardCard | None:
         """Claim `week`'s leaderboard post and queue it; None when it was claimed before."""
         now = self.now()
@@ -549,6 +565,26 @@ class StudyEngine:
         return ConfigCard(
             community=updated.name, settings=updated.as_pairs(), changed=key.strip().lower().replace("-", "_")
         )
+
+    def configure(
+        self, community: CommunityRef, key: str | None = None, value: str | None = None
+    ) -> ConfigCard | QuestionCard | AlreadyOpen | Notice:
+        """`/config ...` as typed in chat: show, a setting (short names allowed: time, window),
+        pause, resume, or post-now (open today's round in the configured channel now)."""
+        word = (key or "show").strip().lower()
+        if word == "show":
+            return self.config(community)
+        if word == "pause":
+            return self.config(community, "paused", "on")
+        if word == "resume":
+            return self.config(community, "paused", "off")
+        if word in ("post-now", "post_now", "postnow"):
+            with self.store.read() as tx:
+                current = tx.find_community(community.platform, community.community_id)
+            if current is None or current.channel_id is None:
+                return Notice("No channel is set for this community: set one with /config channel first.")
+            return self.open_daily(ChannelRef(community.platform, community.community_id, current.channel_id))
+        return self.config(community, CONFIG_ALIASES.get(word, word), value)
 
     def communities(self) -> list[tuple[CommunityRef, CommunityConfig]]:
         """Every community the bot knows, with its settings (for the scheduler)."""

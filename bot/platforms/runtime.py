@@ -1,0 +1,107 @@
+"""What every chat platform running in one process shares: one engine, one bridge into it,
+one scheduler for all their communities, and a deliverer per platform on the event loop.
+
+An adapter (Discord, Slack) builds its client, registers its `send` (render a posted card,
+send it, return the platform's message reference), and turns each event into one
+`runtime.call(engine.method, ...)`. `studybot run all` starts Discord and Slack on one loop
+with one Runtime, so a community's round is claimed once and posted by its own platform."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+from bot.core.engine import StudyEngine
+from bot.core.values import CommunityRef, ConfigCard, Problem, QuestionCard
+from bot.delivery import AsyncSend, Deliverer
+from bot.platforms.bridge import Bridge
+from bot.schedule import StudyScheduler
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Runtime:
+    def __init__(
+        self,
+        engine: StudyEngine,
+        platforms: tuple[str, ...],
+        bridge_threads: int = 8,
+        deliver_every_s: float = 5.0,
+    ) -> None:
+        self.engine = engine
+        self.platforms = platforms
+        self.bridge = Bridge(bridge_threads)
+        self.deliver_every_s = deliver_every_s
+        self.scheduler = StudyScheduler(engine, platforms=platforms, on_claimed=self.wake)
+        self.deliverers: dict[str, Deliverer] = {}
+        self._senders: dict[str, AsyncSend] = {}
+        self._wakes: dict[str, asyncio.Event] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.scheduling = False
+
+    def add_sender(self, platform: str, send: AsyncSend) -> None:
+        """The platform's way of posting a card in a channel (returns its message reference)."""
+        self._senders[platform] = send
+        self.deliverers[platform] = Deliverer(self.engine, platform)
+
+    async def start(self, schedule: bool = True) -> None:
+        """Start a deliverer task per platform, then the scheduler (its catch-up first)."""
+        self._loop = asyncio.get_running_loop()
+        for platform, send in self._senders.items():
+            wake = self._wakes.setdefault(platform, asyncio.Event())
+            task = asyncio.create_task(
+                self.deliverers[platform].run_forever(send, self.bridge.run, wake, self.deliver_every_s),
+                name=f"deliver-{platform}",
+            )
+            self._tasks.append(task)
+        if schedule:
+            await self.bridge.run(self.scheduler.start)
+            self.scheduling = True
+        self.wake()
+
+    def wake(self) -> None:
+        """Tell the deliverers there is something to send (safe from any thread)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        for event in self._wakes.values():
+            loop.call_soon_threadsafe(event.set)
+
+    async def call(self, method: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | Problem:
+        """One engine call for one event, off the loop, errors turned into a Problem card.
+        A call that opened a round or changed settings wakes the deliverers and re-arms the
+        scheduler for that community."""
+        result = await self.bridge.call(method, *args, **kwargs)
+        if isinstance(result, QuestionCard) and result.kind == "daily":
+            self.wake()
+        if isinstance(result, ConfigCard) and result.changed and args and isinstance(args[0], CommunityRef):
+            await self.rebuild(args[0])
+        return result
+
+    async def rebuild(self, community: CommunityRef) -> None:
+        if not self.scheduling:
+            return
+        try:
+            await self.bridge.run(self.scheduler.rebuild, community)
+        except Exception:
+            log.exception("re-arming the schedule of %s failed; the periodic refresh retries", community)
+
+    async def deliver_now(self, platform: str) -> int:
+        """One delivery pass at once (tests, and after a restart)."""
+        return await self.deliverers[platform].deliver_due_async(self._senders[platform], self.bridge.run)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        if self.scheduling:
+            self.scheduler.shutdown()
+            self.scheduling = False
+        self.bridge.close()
