@@ -10,7 +10,6 @@ torch.cuda._memory_viz), that part is tested.
 from __future__ import annotations
 
 import contextlib
-import functools
 import inspect
 import io
 import logging
@@ -24,9 +23,7 @@ from torch import nn
 from torch.cuda import _memory_viz
 from torch.utils.checkpoint import (
     CheckpointError,
-    CheckpointPolicy,
     checkpoint,
-    create_selective_checkpoint_contexts,
     set_checkpoint_debug_enabled,
     set_checkpoint_early_stop,
 )
@@ -216,20 +213,23 @@ def test_debug_context_must_be_active_during_forward() -> None:
     assert "Operations executed" not in str(off.value)
 
 
-def test_debug_mode_rejects_a_selective_policy() -> None:
-    def policy(ctx, op, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if op == torch.ops.aten.addmm.default:
-            return CheckpointPolicy.MUST_SAVE
-        return CheckpointPolicy.PREFER_RECOMPUTE
+def test_mismatch_error_tip_names_compiled_graph_selection() -> None:
+    calls = {"n": 0}
 
-    context_fn = functools.partial(create_selective_checkpoint_contexts, policy)
-    block = _dropout_block()
+    def body(u: torch.Tensor) -> torch.Tensor:
+        calls["n"] += 1
+        k = 8 if calls["n"] == 1 else 6
+        return u[:, :k].sin()
+
     x = torch.randn(4, 8, requires_grad=True)
-    with pytest.raises(ValueError, match="incompatible with non-default context_fn"):
-        with set_checkpoint_debug_enabled(True):
-            checkpoint(block, x, use_reentrant=False, context_fn=context_fn)
-    # the same policy runs fine without debug mode
-    checkpoint(block, x, use_reentrant=False, context_fn=context_fn).sum().backward()
+    y = checkpoint(body, x, use_reentrant=False)
+    with pytest.raises(CheckpointError, match="have different metadata") as info:
+        y.sum().backward()
+    tip = str(info.value)
+    assert "torch.compile with automatic_dynamic_shapes" in tip
+    assert "different compiled graph" in tip
+    assert "torch._dynamo.mark_dynamic()" in tip
+    assert "_set_lru_cache(False)" in tip
 
 
 def test_early_stop_hides_extra_ops_at_the_end_of_recompute() -> None:
