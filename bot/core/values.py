@@ -216,6 +216,19 @@ class DemoAccepted:
 
 
 @dataclass(frozen=True)
+class DemoQueued:
+    """A `/demo` request accepted into the queue. `position` 1 means it runs next (or now).
+    The adapter posts a message for it and reports that message's reference back
+    (`engine.demo_message(job_id, ref)`), so progress can edit it in place."""
+
+    job_id: int
+    position: int
+    module: str
+    user: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class DemoResultCard:
     """A demo's measured result as a table every platform lays out its own way."""
 
@@ -224,12 +237,40 @@ class DemoResultCard:
     header: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...]
-    chart: str | None
+    chart: str | None  # a PNG file path on the bot's machine, when the demo drew one
     wall_s: float
     data: dict[str, Any] = field(default_factory=dict, compare=False)
+    job_id: int | None = None
+    where: str | None = None  # device, memory, torch version, CPU threads
+    message_ref: str | None = None  # the queued message to edit, when the adapter kept one
 
 
-Posted = QuestionCard | RevealCard | LeaderboardCard
+@dataclass(frozen=True)
+class DemoProgressCard:
+    """A running demo's rows so far (one per finished strategy): edit the queued message."""
+
+    job_id: int
+    module: str
+    channel: ChannelRef
+    message_ref: str | None
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class DemoFailedCard:
+    """A demo that did not finish: one sentence for the channel where it was asked."""
+
+    job_id: int
+    module: str
+    text: str
+    message_ref: str | None = None
+
+
+Posted = QuestionCard | RevealCard | LeaderboardCard | DemoResultCard | DemoFailedCard
 
 
 @dataclass(frozen=True)
@@ -258,5 +299,8 @@ Card = (
     | Notice
     | Problem
     | DemoAccepted
+    | DemoQueued
     | DemoResultCard
+    | DemoProgressCard
+    | DemoFailedCard
 )

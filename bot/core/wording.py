@@ -14,6 +14,9 @@ from bot.core.values import (
     ConfigCard,
     ConfirmForget,
     DemoAccepted,
+    DemoFailedCard,
+    DemoProgressCard,
+    DemoQueued,
     DemoResultCard,
     Forgotten,
     LeaderboardCard,
@@ -176,9 +179,24 @@ def demo_accepted(card: DemoAccepted) -> str:
     return f"Running {card.request.module} for {card.user} in a worker process..."
 
 
-def demo_lines(card: DemoResultCard) -> list[str]:
-    """The demo's table as aligned text lines (title, header, rows, notes)."""
-    widths = [max(len(cell) for cell in column) for column in zip(card.header, *card.rows, strict=False)]
+def demo_queued(card: DemoQueued) -> str:
+    what = card.module.removeprefix("demos.")
+    if card.position <= 1:
+        return f"Demo #{card.job_id} ({what}) for {card.user}: starting; results appear here as each strategy finishes."
+    return f"Demo #{card.job_id} ({what}) for {card.user}: queued, {card.position - 1} ahead of it."
+
+
+def demo_progress_title(card: DemoProgressCard) -> str:
+    return f"Demo #{card.job_id}: {card.done} of {card.total} measured so far. {card.title}"
+
+
+def demo_failed(card: DemoFailedCard) -> str:
+    return f"Demo #{card.job_id} did not finish: {card.text}"
+
+
+def table_lines(header: tuple[str, ...], rows: tuple[tuple[str, ...], ...]) -> list[str]:
+    """A header and rows as aligned text lines (first column left, the rest right)."""
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=False)]
 
     def row(cells: tuple[str, ...]) -> str:
         return "  ".join(
@@ -186,7 +204,14 @@ def demo_lines(card: DemoResultCard) -> list[str]:
             for index, (cell, width) in enumerate(zip(cells, widths, strict=False))
         ).rstrip()
 
-    lines = [card.title, row(card.header), *(row(r) for r in card.rows), *card.notes]
+    return [row(header), *(row(r) for r in rows)]
+
+
+def demo_lines(card: DemoResultCard) -> list[str]:
+    """The demo's table as aligned text lines (title, header, rows, notes)."""
+    lines = [card.title, *table_lines(card.header, card.rows), *card.notes]
+    if card.where:
+        lines.append(f"Ran on {card.where}.")
     if card.chart:
         lines.append(f"chart: {card.chart}")
     return lines

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
 from bot.core.engine import StudyEngine
-from bot.core.values import CommunityRef, ConfigCard, Problem, QuestionCard
+from bot.core.values import CommunityRef, ConfigCard, DemoProgressCard, Problem, QuestionCard
 from bot.delivery import AsyncSend, Deliverer
 from bot.platforms.bridge import Bridge
 from bot.schedule import StudyScheduler
@@ -40,6 +40,7 @@ class Runtime:
         self.scheduler = StudyScheduler(engine, platforms=platforms, on_claimed=self.wake)
         self.deliverers: dict[str, Deliverer] = {}
         self._senders: dict[str, AsyncSend] = {}
+        self._progress: dict[str, Callable[[DemoProgressCard], Awaitable[None]]] = {}
         self._wakes: dict[str, asyncio.Event] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -49,6 +50,19 @@ class Runtime:
         """The platform's way of posting a card in a channel (returns its message reference)."""
         self._senders[platform] = send
         self.deliverers[platform] = Deliverer(self.engine, platform)
+
+    def add_progress(self, platform: str, show: Callable[[DemoProgressCard], Awaitable[None]]) -> None:
+        """The platform's way of showing a running demo's progress (edit the queued message)."""
+        self._progress[platform] = show
+
+    async def demo_progress(self, card: DemoProgressCard) -> None:
+        show = self._progress.get(card.channel.platform)
+        if show is None:
+            return
+        try:
+            await show(card)
+        except Exception:  # progress is a courtesy: the result is still posted through the outbox
+            log.warning("showing progress of demo %s failed", card.job_id, exc_info=True)
 
     async def start(self, schedule: bool = True) -> None:
         """Start a deliverer task per platform, then the scheduler (its catch-up first)."""
