@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -53,7 +54,9 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 def setup_logging(settings: Settings, quiet: bool = False) -> None:
     """Log to stderr; the console chat shows only warnings unless STUDYBOT_LOG_LEVEL is set."""
     level = "WARNING" if quiet and "log_level" not in settings.model_fields_set else settings.log_level.upper()
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True
+    )
     logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
@@ -133,7 +136,7 @@ def run(
     ] = None,
 ) -> None:
     """Start the platforms whose tokens are set (all in one process); with none, the console chat."""
-    from bot.platforms.launch import LaunchError, choose_platforms, unavailable
+    from bot.platforms.launch import LaunchError, choose_platforms, serve, unavailable
 
     settings = Settings()
     setup_logging(settings, quiet=True)  # the console chat, unless a platform starts
@@ -144,6 +147,15 @@ def run(
     problem = unavailable(chosen)
     if problem is not None:
         raise fail(problem, 2)
+    if chosen != ("console",):
+        setup_logging(settings)
+        engine = _engine_or_exit(settings)
+        log.info("starting %s", ", ".join(chosen))
+        try:
+            asyncio.run(serve(settings, engine, chosen))
+        except KeyboardInterrupt:
+            pass
+        return
     if platform is None:
         typer.echo(
             "No platform tokens are set: set DISCORD_TOKEN for Discord, or SLACK_BOT_TOKEN with "

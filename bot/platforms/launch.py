@@ -7,10 +7,38 @@ nor a signing secret) is named with the variable that is missing."""
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import importlib.util
+import logging
+from typing import Protocol
+
 from bot.config import Settings
+from bot.core.engine import StudyEngine
+
+log = logging.getLogger(__name__)
 
 TARGETS = ("console", "discord", "slack", "all")
-ADAPTERS: tuple[str, ...] = ()  # platform adapters built into this release
+
+
+class PlatformApp(Protocol):
+    """What an adapter package's `attach(settings, runtime)` returns."""
+
+    async def run(self) -> None:
+        """Connect and serve until closed."""
+
+    async def close(self) -> None: ...
+
+
+def adapters() -> tuple[str, ...]:
+    """The platform adapters in this installation: bot.platforms.<name> with an `attach`."""
+    found = []
+    for name in ("discord", "slack"):
+        if importlib.util.find_spec(f"bot.platforms.{name}") is not None:
+            module = importlib.import_module(f"bot.platforms.{name}")
+            if hasattr(module, "attach"):
+                found.append(name)
+    return tuple(found)
 
 
 class LaunchError(ValueError):
@@ -65,7 +93,8 @@ def choose_platforms(settings: Settings, target: str | None) -> tuple[str, ...]:
 
 def unavailable(platforms: tuple[str, ...]) -> str | None:
     """A sentence when a chosen platform's adapter is not in this release, else None."""
-    missing = [name for name in platforms if name != "console" and name not in ADAPTERS]
+    built = adapters()
+    missing = [name for name in platforms if name != "console" and name not in built]
     if not missing:
         return None
     names = " and ".join(name.capitalize() for name in missing)
@@ -73,3 +102,29 @@ def unavailable(platforms: tuple[str, ...]) -> str | None:
         f"The {names} adapter is not part of this release yet; `studybot run console` starts the "
         "console chat on the same database."
     )
+
+
+async def serve(settings: Settings, engine: StudyEngine, platforms: tuple[str, ...]) -> None:
+    """Run the chat platforms on one event loop with one Runtime until one of them stops."""
+    from bot.platforms.runtime import Runtime
+
+    runtime = Runtime(engine, platforms, settings.bridge_threads)
+    apps: list[PlatformApp] = [
+        importlib.import_module(f"bot.platforms.{name}").attach(settings, runtime) for name in platforms
+    ]
+    await runtime.start()
+    tasks = [asyncio.create_task(app.run(), name=f"run-{name}") for app, name in zip(apps, platforms, strict=True)]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()  # a platform that failed to start stops the process with its error
+    finally:
+        for app in apps:
+            try:
+                await app.close()
+            except Exception:
+                log.exception("closing a platform failed")
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await runtime.stop()
