@@ -151,3 +151,32 @@ class Outbox(SQLModel, table=True):
     last_error: str | None = Field(default=None, max_length=300)
     created_at: datetime
     sent_at: datetime | None = None
+
+
+class DemoJob(SQLModel, table=True):
+    """A `/demo` request: queued, running on a worker (local or Celery), then done or failed."""
+
+    __tablename__ = "demo_jobs"
+    __table_args__ = (
+        Index("ix_demo_jobs_state", "state", "id"),
+        Index("ix_demo_jobs_user", "community_id", "user_id", "created_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    channel_id: str = Field(max_length=64)
+    user_id: str = Field(max_length=64)
+    user_name: str = Field(max_length=80)
+    module: str = Field(max_length=32)  # demos.checkpoint | demos.estimate
+    args: str = Field(max_length=1000)  # the validated command-line arguments, JSON
+    state: str = Field(default="queued", max_length=8)  # queued | running | done | failed
+    progress: str = Field(default="[]", max_length=20000)  # rows reported so far, JSON
+    result: str | None = Field(default=None)  # the demo's JSON result
+    chart_path: str | None = Field(default=None, max_length=500)
+    error: str | None = Field(default=None, max_length=500)
+    backend: str | None = Field(default=None, max_length=16)
+    worker: str | None = Field(default=None, max_length=64)
+    message_ref: str | None = Field(default=None, max_length=128)
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
