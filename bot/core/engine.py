@@ -619,6 +619,17 @@ class StudyEngine:
         """Validate a `/demo ...` request; the card says what will run."""
         return DemoAccepted(request=parse_demo(text), user=clean_name(user.display_name))
 
+    # ---------------------------------------------------------- platform state
+
+    def platform_state(self, key: str) -> str | None:
+        """What an adapter stored under `key` (the command tree's hash last synced), if anything."""
+        with self.store.read() as tx:
+            return tx.state_get(key)
+
+    def set_platform_state(self, key: str, value: str) -> None:
+        with self.store.write() as tx:
+            tx.state_put(key[:100], value[:500], self.now())
+
     # ------------------------------------------------------------------ outbox
 
     def due_posts(self, platform: str, worker: str, community: str | None = None, limit: int = 20) -> list[Delivery]:

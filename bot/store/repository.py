@@ -26,6 +26,7 @@ from bot.store.tables import (
     LeaderboardPost,
     Member,
     Outbox,
+    PlatformState,
     Review,
     Round,
 )
@@ -640,3 +641,17 @@ class SqlTx:
         if community_id is not None:
             query = query.where(col(Outbox.community_id) == community_id)
         return [self._outbox(row) for row in self.conn.execute(query).all()]
+
+    # ---------------------------------------------------------- platform state
+
+    def state_get(self, key: str) -> str | None:
+        return self.conn.execute(select(col(PlatformState.value)).where(col(PlatformState.key) == key)).scalar()
+
+    def state_put(self, key: str, value: str, now: datetime) -> None:
+        changed = self.conn.execute(
+            update(PlatformState).where(col(PlatformState.key) == key).values(value=value, updated_at=now)
+        ).rowcount
+        if not changed:
+            self.conn.execute(
+                insert_ignoring(self.conn, PlatformState, ["key"]).values(key=key, value=value, updated_at=now)
+            )

@@ -180,3 +180,14 @@ class DemoJob(SQLModel, table=True):
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+class PlatformState(SQLModel, table=True):
+    """What a platform adapter must remember across restarts, by key (the Discord command
+    tree's hash last synced, per target)."""
+
+    __tablename__ = "platform_state"
+
+    key: str = Field(max_length=100, primary_key=True)
+    value: str = Field(max_length=500)
+    updated_at: datetime
