@@ -134,11 +134,17 @@ def run(
     platform: Annotated[
         str | None, typer.Argument(help="console, discord, slack or all (default: those whose tokens are set).")
     ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(help="Slack over HTTP (no SLACK_APP_TOKEN): serve /slack/events on this port (STUDYBOT_PORT)."),
+    ] = None,
 ) -> None:
     """Start the platforms whose tokens are set (all in one process); with none, the console chat."""
     from bot.platforms.launch import LaunchError, choose_platforms, serve, unavailable
 
     settings = Settings()
+    if port is not None:
+        settings = settings.model_copy(update={"port": port})
     setup_logging(settings, quiet=True)  # the console chat, unless a platform starts
     try:
         chosen = choose_platforms(settings, platform)

@@ -33,3 +33,13 @@ class Settings(BaseSettings):
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_APP_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET"))
+    # Slack apps distributed to many workspaces (OAuth: /slack/install, /slack/oauth_redirect).
+    slack_client_id: str | None = Field(default=None, validation_alias=AliasChoices("SLACK_CLIENT_ID"))
+    slack_client_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_CLIENT_SECRET"))
+    # Where the Slack Web API is (tests point it at a fake); must end with a slash.
+    slack_api_url: str = "https://slack.com/api/"
+    # Slack user ids (comma-separated) allowed to run /studybot-config besides workspace admins and owners.
+    slack_config_users: str = ""
+    # HTTP mode (no SLACK_APP_TOKEN): where Slack's requests arrive (`studybot run --port` overrides).
+    host: str = "0.0.0.0"
+    port: int = Field(default=3000, ge=1, le=65535)

@@ -45,8 +45,18 @@ class LaunchError(ValueError):
     """One sentence for the person starting the bot; the process exits with status 2."""
 
 
+def _slack_oauth(settings: Settings) -> bool:
+    """Whether Slack is set up as a distributed app (OAuth installs, one token per workspace)."""
+    return settings.slack_client_id is not None and settings.slack_client_secret is not None
+
+
 def _slack_problem(settings: Settings) -> str | None:
-    has_bot = settings.slack_bot_token is not None
+    if _slack_oauth(settings) and settings.slack_signing_secret is None:
+        return (
+            "SLACK_CLIENT_ID and SLACK_CLIENT_SECRET are set (OAuth installs arrive over HTTP) but "
+            "SLACK_SIGNING_SECRET is not: set it."
+        )
+    has_bot = settings.slack_bot_token is not None or _slack_oauth(settings)
     has_transport = settings.slack_app_token is not None or settings.slack_signing_secret is not None
     if has_bot and not has_transport:
         return (
@@ -65,7 +75,7 @@ def choose_platforms(settings: Settings, target: str | None) -> tuple[str, ...]:
         raise LaunchError(f"Unknown platform '{target[:30]}'; choose one of {', '.join(TARGETS)}.")
     slack_problem = _slack_problem(settings)
     discord_ready = settings.discord_token is not None
-    slack_ready = settings.slack_bot_token is not None and slack_problem is None
+    slack_ready = (settings.slack_bot_token is not None or _slack_oauth(settings)) and slack_problem is None
     if target == "console":
         return ("console",)
     if target == "discord":
