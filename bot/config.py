@@ -30,6 +30,16 @@ class Settings(BaseSettings):
     post_retry_max_s: float = Field(default=960.0, gt=0, le=86400)
 
     discord_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("DISCORD_TOKEN"))
+    # Discord's REST API base (a rate-limit proxy in front of a big bot, or a fake in tests);
+    # the gateway URL then comes from that API's /gateway/bot.
+    discord_api_url: str = "https://discord.com/api/v10"
+    # A guild id: slash commands sync there (at once) instead of globally (up to an hour).
+    discord_guild: int | None = None
+    # Shards: this process connects shard ids `discord_shard_ids` (comma-separated) of `discord_shard_count`.
+    discord_shard_count: int | None = Field(default=None, ge=1, le=4096)
+    discord_shard_ids: str = ""
+    # Seconds discord.py waits for GUILD_CREATEs before READY (tests shorten it).
+    discord_guild_ready_timeout: float = Field(default=2.0, gt=0, le=60)
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_APP_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET"))
