@@ -32,6 +32,7 @@ from bot.core.values import (
     Delivery,
     DemoAccepted,
     Forgotten,
+    HomeCard,
     LeaderboardCard,
     NothingDue,
     Notice,
@@ -497,6 +498,10 @@ class StudyEngine:
                 continue  # an open round not yet answered does not break the streak
             outcomes.append(correct)
         return scoring.leading_run(outcomes), scoring.best_run(reversed(outcomes))
+
+    def home(self, user: UserRef) -> HomeCard:
+        """A member's own page: their score, streak and reviews due, and this week's board."""
+        return HomeCard(self.score(user), self.leaderboard(CommunityRef(user.platform, user.community_id)))
 
     def leaderboard(self, community: CommunityRef, week: str | None = None, all_time: bool = False) -> LeaderboardCard:
         """The weekly (ISO week in the community's zone; default this week) or all-time board."""

@@ -270,6 +270,14 @@ class DemoFailedCard:
     message_ref: str | None = None
 
 
+@dataclass(frozen=True)
+class HomeCard:
+    """A member's own page (Slack's App Home): their score and this week's leaderboard."""
+
+    score: ScoreCard
+    board: LeaderboardCard
+
+
 Posted = QuestionCard | RevealCard | LeaderboardCard | DemoResultCard | DemoFailedCard
 
 
@@ -303,4 +311,5 @@ Card = (
     | DemoResultCard
     | DemoProgressCard
     | DemoFailedCard
+    | HomeCard
 )

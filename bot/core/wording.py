@@ -217,6 +217,51 @@ def demo_lines(card: DemoResultCard) -> list[str]:
     return lines
 
 
+# ------------------------------------------------- chat platforms (Slack, Discord)
+
+# What each slash command does, for /help on a chat platform; `{config}` is that platform's
+# name for the settings command (Slack: /studybot-config, whose /config may be taken).
+COMMAND_HELP = (
+    ("/quiz [topic]", "a private practice question"),
+    ("/review", "your missed questions, when they are due"),
+    ("/score", "your points, rank, accuracy, streaks and reviews due"),
+    ("/leaderboard [week|all|2026-W48]", "the weekly or all-time leaderboard"),
+    ("/demo checkpoint [layers=16 tokens=2048 ...]", "measure peak memory with and without checkpointing"),
+    ("/demo estimate preset=gpt2-small [batch=8 seq=1024]", "estimate a large model's peak memory"),
+    ("/forget-me [confirm]", "delete your data in this workspace"),
+    ("{config} [show|pause|resume|post-now|KEY VALUE]", "admins: settings (channel, time, timezone, window, topics)"),
+)
+HELP_TITLE = "Checkpoint Study Bot: a daily question on gradient checkpointing, with points and reviews."
+HELP_ANSWERING = "Answer the daily question with its buttons, or reply in its thread with a letter or a choice's text."
+CONFIG_ADMINS_ONLY = (
+    "Only workspace admins and owners (and the members the bot's operator allowed) can change settings; "
+    "anyone can see them with {config} show."
+)
+PLATFORM_BUSY = "The chat service is busy right now, so this could not be shown; please try again in a minute."
+ANSWERS_CLOSED = "Answers are closed: the answer and every choice's why are in the thread."
+START_REVIEW = "Start a review"
+HOME_BOARD_TITLE = "This week"
+DEMO_CHART_TITLE = "Peak memory chart"
+
+
+def help_lines(config_command: str = "/config") -> list[str]:
+    return [f"{usage.format(config=config_command)}: {what}" for usage, what in COMMAND_HELP]
+
+
+def config_admins_only(config_command: str = "/config") -> str:
+    return CONFIG_ADMINS_ONLY.format(config=config_command)
+
+
+def daily_opened(card: QuestionCard) -> str:
+    return f"Today's round #{card.round_id} is open; its question is being posted in the channel."
+
+
+def reveal_count(choice: ChoiceReveal) -> str:
+    """A choice with how many picked it, for the question once its round is closed."""
+    mark = " (the answer)" if choice.correct else ""
+    return f"{choice.letter}) {choice.text}: {choice.count} picked{mark}"
+
+
 def describe_any(card: Any) -> str:
     """A one-line fallback for a card a platform has no layout for (logged as a bug)."""
     return f"({type(card).__name__})"
