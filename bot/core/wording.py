@@ -262,6 +262,71 @@ def reveal_count(choice: ChoiceReveal) -> str:
     return f"{choice.letter}) {choice.text}: {choice.count} picked{mark}"
 
 
+# ------------------------------------------------------------- chat platforms
+
+# Slash commands as a chat platform lists them (descriptions, /help): Discord allows 100
+# characters in a command or option description.
+COMMANDS = {
+    "quiz": "A private practice question (optionally on one topic).",
+    "review": "Your missed questions, when they are due again.",
+    "score": "Your points, rank, accuracy, streaks and reviews due.",
+    "leaderboard": "This week's board, all time, or an ISO week such as 2026-W48.",
+    "demo": "Measure activation checkpointing: peak memory with and without it.",
+    "forget-me": "Delete everything stored about you in this server.",
+    "config": "Show or change the daily round's settings (Manage Server).",
+    "help": "What this bot does and its commands.",
+}
+OPTIONS = {
+    "topic": "Only questions on this topic.",
+    "scope": "week (default), all, or an ISO week such as 2026-W48.",
+    "confirm": "True deletes at once; without it you are told what would be deleted.",
+    "setting": "What to show or change.",
+    "value": "The new value (a channel defaults to this one).",
+    "layers": "Blocks in the model (1-512).",
+    "tokens": "Tokens per batch (1-65536).",
+    "width": "Hidden width (8-4096).",
+    "strategies": "Comma-separated: none, block, sqrt, selective, offload.",
+    "model": "blocks (transformer-like) or chain.",
+    "preset": "A published model shape.",
+    "batch": "Batch size (1-512).",
+    "seq": "Sequence length (1-131072).",
+    "gpu_gib": "GPU memory to fit in, GiB.",
+}
+DEMO_COMMANDS = {
+    "checkpoint": "Run a small model with and without checkpointing and measure peak memory.",
+    "estimate": "Estimate peak memory of a large model without allocating it.",
+}
+HELP_INTRO = (
+    "A daily question on gradient (activation) checkpointing in this channel: answer with the buttons, "
+    "or reply to the question mentioning me with a letter or the choice's text. The first answer counts; "
+    "feedback is private."
+)
+GUILD_ONLY = "Use this command in a server channel: scores and settings belong to a server."
+NEEDS_MANAGE_SERVER = "Only members with the Manage Server permission can use /config."
+FEEDBACK_DMS_CLOSED = (
+    "Your answer is recorded. I could not send you the feedback privately because your direct messages "
+    "are closed; the buttons on the question answer privately."
+)
+
+
+def help_lines(commands: dict[str, str] | None = None) -> list[str]:
+    return [HELP_INTRO, *(f"/{name}: {text}" for name, text in (commands or COMMANDS).items())]
+
+
+def closes_line(when: str) -> str:
+    """`when`: the platform's own rendering of the closing time (a Discord timestamp)."""
+    return f"Closes {when}."
+
+
+def round_posting(card: QuestionCard) -> str:
+    return f"Round #{card.round_id} is open; its question is being posted in the configured channel."
+
+
+def revealed_choice(choice: ChoiceReveal) -> str:
+    mark = ", right" if choice.correct else ""
+    return f"{choice.letter}) {choice.text} [{choice.count} picked{mark}]"
+
+
 def describe_any(card: Any) -> str:
     """A one-line fallback for a card a platform has no layout for (logged as a bug)."""
     return f"({type(card).__name__})"
