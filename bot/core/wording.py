@@ -232,6 +232,9 @@ COMMAND_HELP = (
     ("{config} [show|pause|resume|post-now|KEY VALUE]", "admins: settings (channel, time, timezone, window, topics)"),
 )
 HELP_TITLE = "Checkpoint Study Bot: a daily question on gradient checkpointing, with points and reviews."
+HELP_ANSWERING_DISCORD = (
+    "Answer the daily question with its buttons, or reply to it mentioning the bot with a letter or a choice's text."
+)
 HELP_ANSWERING = "Answer the daily question with its buttons, or reply in its thread with a letter or a choice's text."
 CONFIG_ADMINS_ONLY = (
     "Only workspace admins and owners (and the members the bot's operator allowed) can change settings; "
@@ -264,8 +267,7 @@ def reveal_count(choice: ChoiceReveal) -> str:
 
 # ------------------------------------------------------------- chat platforms
 
-# Slash commands as a chat platform lists them (descriptions, /help): Discord allows 100
-# characters in a command or option description.
+# Slash command and option descriptions as Discord shows them (at most 100 characters each).
 COMMANDS = {
     "quiz": "A private practice question (optionally on one topic).",
     "review": "Your missed questions, when they are due again.",
@@ -296,11 +298,6 @@ DEMO_COMMANDS = {
     "checkpoint": "Run a small model with and without checkpointing and measure peak memory.",
     "estimate": "Estimate peak memory of a large model without allocating it.",
 }
-HELP_INTRO = (
-    "A daily question on gradient (activation) checkpointing in this channel: answer with the buttons, "
-    "or reply to the question mentioning me with a letter or the choice's text. The first answer counts; "
-    "feedback is private."
-)
 GUILD_ONLY = "Use this command in a server channel: scores and settings belong to a server."
 NEEDS_MANAGE_SERVER = "Only members with the Manage Server permission can use /config."
 FEEDBACK_DMS_CLOSED = (
@@ -309,22 +306,9 @@ FEEDBACK_DMS_CLOSED = (
 )
 
 
-def help_lines(commands: dict[str, str] | None = None) -> list[str]:
-    return [HELP_INTRO, *(f"/{name}: {text}" for name, text in (commands or COMMANDS).items())]
-
-
 def closes_line(when: str) -> str:
     """`when`: the platform's own rendering of the closing time (a Discord timestamp)."""
     return f"Closes {when}."
-
-
-def round_posting(card: QuestionCard) -> str:
-    return f"Round #{card.round_id} is open; its question is being posted in the configured channel."
-
-
-def revealed_choice(choice: ChoiceReveal) -> str:
-    mark = ", right" if choice.correct else ""
-    return f"{choice.letter}) {choice.text} [{choice.count} picked{mark}]"
 
 
 def describe_any(card: Any) -> str:
