@@ -18,7 +18,7 @@ import typer
 from bot import __version__
 from bot.config import ROOT, Settings
 from bot.core.bank import MAX_LONGEST_CORRECT_SHARE, TOPICS, Bank, collect, load_bank, longest_correct_share
-from bot.core.engine import DeliveryPolicy, StudyEngine
+from bot.core.engine import DeliveryPolicy, DemoPolicy, StudyEngine
 from bot.core.errors import BankError, StudyBotError
 from bot.core.item_analysis import MIN_ANSWERS
 from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, Posted, QuestionCard, RevealCard
@@ -74,6 +74,7 @@ def build_engine(settings: Settings) -> StudyEngine:
             base_delay_s=settings.post_retry_base_s,
             max_delay_s=settings.post_retry_max_s,
         ),
+        demos=DemoPolicy(cooldown_s=settings.demo_cooldown_s, max_waiting=settings.demo_max_waiting),
     )
 
 
@@ -113,19 +114,20 @@ def console(
     ] = True,
 ) -> None:
     """Chat with the bot in this terminal: no Discord or Slack account needed."""
-    from bot.jobs import DemoRunner
-    from bot.platforms.console import Console, console_background, run_console
+    from bot.jobs import make_backend
+    from bot.platforms.console import Console, combine, console_background, demo_background, run_console
 
     settings = Settings()
     setup_logging(settings, quiet=True)
     engine = _engine_or_exit(settings)
     if isinstance(sys.stdin, io.TextIOWrapper):  # undecodable bytes become U+FFFD, not a crash
         sys.stdin.reconfigure(errors="replace")
-    runner = DemoRunner(settings.demo_out_dir, settings.demo_timeout_s)
-    chat = Console(engine, community, user, runner)
-    background = None
-    if schedule:
-        background = console_background(chat)
+    chat = Console(engine, community, user)
+    backend = make_backend(settings.worker, settings.redis_url, settings.celery_queue, settings.demo_timeout_s)
+    background = combine(
+        console_background(chat) if schedule else None,
+        demo_background(chat, backend, settings.demo_out_dir, wait_s=settings.demo_timeout_s + 30),
+    )
     raise typer.Exit(run_console(chat, jsonl=jsonl, background=background))
 
 
@@ -417,6 +419,65 @@ def schedule_run(
             typer.echo(f"[#{channel.channel_id}] {message.text}" if message.to == "channel" else message.text)
 
     Deliverer(engine, platform, community).deliver_due(show)
+
+
+@app.command()
+def worker(
+    queues: Annotated[str, typer.Option(help="Comma-separated Celery queues to take demos from.")] = "demos",
+    concurrency: Annotated[int, typer.Option(help="Demos this worker runs at once.")] = 1,
+) -> None:
+    """Run a Celery worker that takes demo jobs from Redis (on a GPU host: pip install '.[demo]')."""
+    from bot.worker import make_app
+
+    settings = Settings()
+    setup_logging(settings)
+    celery_app = make_app(settings.redis_url, settings.demo_timeout_s)
+    celery_app.worker_main(
+        ["worker", "--queues", queues, "--concurrency", str(concurrency), "--pool", "prefork", "--loglevel", "INFO"]
+    )
+
+
+@app.command()
+def jobs(
+    limit: Annotated[int, typer.Option(help="How many of the newest jobs.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+) -> None:
+    """List the newest demo jobs: who asked where, state, times, error."""
+    engine = _engine_or_exit(Settings())
+    found = engine.demo_jobs(limit)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [
+                    {
+                        "id": j.id,
+                        "platform": j.platform,
+                        "community": j.community,
+                        "channel": j.channel_id,
+                        "user": j.user_name,
+                        "module": j.module,
+                        "args": list(j.args),
+                        "state": j.state,
+                        "backend": j.backend,
+                        "created_at": j.created_at.isoformat(),
+                        "started_at": j.started_at.isoformat() if j.started_at else None,
+                        "finished_at": j.finished_at.isoformat() if j.finished_at else None,
+                        "error": j.error,
+                    }
+                    for j in found
+                ]
+            )
+        )
+        return
+    for j in found:
+        took = f"{(j.finished_at - j.started_at).total_seconds():.1f} s" if j.finished_at and j.started_at else "-"
+        typer.echo(
+            f"#{j.id:<5} {j.state:<8} {j.module.removeprefix('demos.'):<10} {j.platform}/{j.community} "
+            f"#{j.channel_id} by {j.user_name}, {j.created_at:%Y-%m-%d %H:%M} UTC, {took}"
+            + (f": {j.error}" if j.error else "")
+        )
+    if not found:
+        typer.echo("No demo jobs yet.")
 
 
 @db_app.command("upgrade")

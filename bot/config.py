@@ -4,6 +4,7 @@ bot's own settings as STUDYBOT_*. Secrets are SecretStr so they never print."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -21,6 +22,14 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     demo_timeout_s: int = Field(default=120, ge=5, le=3600)
     demo_out_dir: Path = Path("demo-out")
+    # Demo jobs: where they run (a child process here, or Celery workers through Redis),
+    # one per member every cooldown, at most this many waiting per community.
+    worker: Literal["local", "celery"] = "local"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    celery_queue: str = "demos"
+    demo_cooldown_s: float = Field(default=600.0, ge=0, le=86400)
+    demo_max_waiting: int = Field(default=5, ge=1, le=100)
+    demo_parallel: int = Field(default=1, ge=1, le=64)
     # Engine calls from Discord/Slack run in a thread pool of this size (the bridge).
     bridge_threads: int = Field(default=8, ge=1, le=64)
     # A channel post that fails is retried with backoff: this many tries in all, the first

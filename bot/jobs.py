@@ -1,24 +1,400 @@
-"""DemoRunner: runs a demo in a separate worker process, so the bot never imports torch."""
+"""Demo jobs: a queue in the database, run by a worker that never blocks the chat.
+
+`engine.request_demo` queues a job (cooldown and queue limits are the engine's rules). A
+`DemoJobRunner` in the bot process claims jobs one community at a time and runs each on a
+back end chosen by `STUDYBOT_WORKER`:
+
+- `local` (default): `python -m demos.<name> --progress` in a child process on this machine
+  (the bot never imports torch), in a thread so the event loop keeps serving, killed with its
+  process group when it overruns the time limit;
+- `celery`: a Celery task through Redis, run by `studybot worker` on another host (a GPU
+  box), which starts the very same child process there and reports its events back through
+  the task's state; JSON only, acks late, soft and hard time limits.
+
+The demo prints JSON lines: a `start` event (how many strategies, where it runs), one `row`
+per strategy as soon as it is measured, then the `result`. Each row updates the job's
+progress and the platform's message; the result (or the reason it failed) is posted through
+the outbox in the channel where it was asked.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 import logging
+import os
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from bot.config import ROOT
 from bot.core.demo_result import result_card
+from bot.core.engine import StudyEngine
 from bot.core.errors import StudyBotError
-from bot.core.values import DemoRequest, DemoResultCard
+from bot.core.records import DemoJobRecord
+from bot.core.values import DemoProgressCard, DemoRequest, DemoResultCard
 
 log = logging.getLogger(__name__)
 
+Event = dict[str, Any]
+# Lines a demo's stderr may carry that say nothing to a user (the profiler's probes).
+NOISE = ("USDT", "STAGE:", "[W ", "Warning: ")
+
+
+class DemoFailure(Exception):
+    """A demo that did not finish, with one sentence for the person who asked."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+
+
+@dataclass(frozen=True)
+class DemoOutcome:
+    result: dict[str, Any]
+    chart: bytes | None
+    events: tuple[Event, ...] = ()
+
+
+def _reason(stderr: str, code: int) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.strip().startswith(NOISE)]
+    if any("No module named 'torch'" in line for line in lines):
+        return "PyTorch is not installed for the demo worker (pip install '.[demo]')."
+    return lines[-1] if lines else f"the demo process exited with code {code}."
+
+
+def run_demo_process(
+    module: str,
+    args: tuple[str, ...],
+    timeout_s: float,
+    on_event: Callable[[Event], None] | None = None,
+    python: str = sys.executable,
+) -> DemoOutcome:
+    """Run one demo in a child process and return its result; `on_event` hears each progress
+    event as it is printed. Used by the local back end and by the Celery worker alike."""
+    if module not in ("demos.checkpoint", "demos.estimate"):
+        raise DemoFailure(f"There is no demo called {module}.")
+    with tempfile.TemporaryDirectory(prefix="studybot-demo-") as tmp:
+        chart = Path(tmp) / "chart.png"
+        command = [python, "-m", module, "--progress", *args]
+        if module == "demos.checkpoint":
+            command += ["--chart", str(chart)]
+        log.info("running demo: %s", " ".join(command[1:]))
+        try:
+            proc = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,  # its own process group: a time-out kills it whole
+            )
+        except OSError as exc:
+            raise DemoFailure(f"The demo worker could not start: {exc.strerror}.") from None
+        stderr: list[str] = []
+        reader = threading.Thread(target=lambda: stderr.extend(proc.stderr or []), daemon=True)
+        reader.start()
+        killed = threading.Event()
+
+        def expire() -> None:
+            killed.set()
+            _kill(proc)
+
+        timer = threading.Timer(timeout_s, expire)
+        timer.start()
+        events: list[Event] = []
+        result: dict[str, Any] | None = None
+        try:
+            for line in proc.stdout or []:
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:
+                    log.debug("demo stdout: %s", line.rstrip())
+                    continue
+                if not isinstance(event, dict):
+                    continue
+                if event.get("event") == "result":
+                    result = event.get("result")
+                    continue
+                events.append(event)
+                if on_event is not None:
+                    on_event(event)
+            code = proc.wait()
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                _kill(proc)
+            reader.join(timeout=5)
+        text = "".join(stderr)
+        if text.strip():
+            log.debug("demo stderr:\n%s", text)
+        if killed.is_set():
+            raise DemoFailure(f"The demo did not finish within {timeout_s:g} s and was stopped.")
+        if code != 0:
+            raise DemoFailure(f"The demo refused or failed: {_reason(text, code)}")
+        if not isinstance(result, dict):
+            raise DemoFailure("The demo finished but printed no readable result.")
+        picture = chart.read_bytes() if chart.exists() else None
+        return DemoOutcome(result=result, chart=picture, events=tuple(events))
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Backend(Protocol):
+    name: str
+
+    async def unavailable(self) -> str | None:
+        """None when demos can run now; otherwise why not, in one sentence."""
+
+    async def run(self, job: DemoJobRecord, on_event: Callable[[Event], Awaitable[None]]) -> DemoOutcome: ...
+
+
+class LocalBackend:
+    """The demo in a child process of this machine, awaited in a thread."""
+
+    name = "local"
+
+    def __init__(self, timeout_s: float = 120.0, python: str = sys.executable) -> None:
+        self.timeout_s = timeout_s
+        self.python = python
+
+    async def unavailable(self) -> str | None:
+        return None
+
+    async def run(self, job: DemoJobRecord, on_event: Callable[[Event], Awaitable[None]]) -> DemoOutcome:
+        loop = asyncio.get_running_loop()
+
+        def hear(event: Event) -> None:  # from the worker thread onto the loop
+            asyncio.run_coroutine_threadsafe(on_event(event), loop)
+
+        return await asyncio.to_thread(run_demo_process, job.module, job.args, self.timeout_s, hear, self.python)
+
+
+class CeleryBackend:
+    """The demo as a Celery task through Redis, run by `studybot worker` on any host."""
+
+    name = "celery"
+
+    def __init__(self, redis_url: str, queue: str = "demos", timeout_s: float = 120.0, poll_s: float = 0.25) -> None:
+        from bot.worker import make_app
+
+        self.redis_url = redis_url
+        self.queue = queue
+        self.timeout_s = timeout_s
+        self.poll_s = poll_s
+        self.app = make_app(redis_url, timeout_s)
+
+    async def unavailable(self) -> str | None:
+        def ping() -> str | None:
+            import redis
+
+            try:
+                redis.Redis.from_url(self.redis_url, socket_connect_timeout=1, socket_timeout=1).ping()
+            except Exception as exc:  # redis.ConnectionError and friends
+                log.warning("Redis at the demo queue is unreachable: %s", exc)
+                return "Demos are unavailable right now: the demo queue (Redis) cannot be reached."
+            return None
+
+        return await asyncio.to_thread(ping)
+
+    async def run(self, job: DemoJobRecord, on_event: Callable[[Event], Awaitable[None]]) -> DemoOutcome:
+        try:
+            task = await asyncio.to_thread(
+                self.app.send_task, "studybot.run_demo", args=[job.module, list(job.args)], queue=self.queue
+            )
+        except Exception as exc:
+            log.warning("sending demo %s to Celery failed: %s", job.id, exc)
+            raise DemoFailure("Demos are unavailable right now: the demo queue (Redis) cannot be reached.") from None
+        deadline = time.monotonic() + self.timeout_s + 15  # the worker's own hard limit comes first
+        seen = 0
+        while True:
+            try:
+                state, info = await asyncio.to_thread(lambda: (task.state, task.info))
+            except Exception as exc:
+                log.warning("asking Celery about demo %s failed: %s", job.id, exc)
+                state, info = "UNKNOWN", None
+            events = info.get("events", []) if isinstance(info, dict) else []
+            for event in events[seen:]:
+                await on_event(event)
+            seen = max(seen, len(events))
+            if state == "SUCCESS" and isinstance(info, dict):
+                chart = base64.b64decode(info["chart"]) if info.get("chart") else None
+                return DemoOutcome(result=info["result"], chart=chart, events=tuple(events))
+            if state == "FAILURE":
+                raise DemoFailure(_celery_reason(info))
+            if time.monotonic() > deadline:
+                await asyncio.to_thread(task.revoke, terminate=True)
+                raise DemoFailure(
+                    f"The demo did not finish within {self.timeout_s:g} s: the worker running it stopped "
+                    "answering (was it stopped or killed?)."
+                )
+            await asyncio.sleep(self.poll_s)
+
+
+def _celery_reason(info: object) -> str:
+    text = str(info) if info else "the worker failed."
+    if "TimeLimitExceeded" in type(info).__name__ or "TimeLimit" in text:
+        return "The demo hit the worker's time limit and was stopped."
+    if "WorkerLostError" in type(info).__name__ or "Worker exited" in text:
+        return "The worker running the demo died before it finished."
+    return text if text.endswith(".") else text + "."
+
+
+class DemoJobRunner:
+    """Claims queued demo jobs and runs them on a back end, one at a time per community and
+    `parallel` at once in all; reports progress and ends each job through the engine."""
+
+    def __init__(
+        self,
+        engine: StudyEngine,
+        backend: Backend,
+        out_dir: Path,
+        on_progress: Callable[[DemoProgressCard], Awaitable[None]] | None = None,
+        on_finished: Callable[[], None] | None = None,
+        parallel: int = 1,
+        poll_s: float = 2.0,
+    ) -> None:
+        self.engine = engine
+        self.backend = backend
+        self.out_dir = out_dir
+        self.on_progress = on_progress
+        self.on_finished = on_finished
+        self.parallel = parallel
+        self.poll_s = poll_s
+        self.name = f"{backend.name}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.unavailable_reason: str | None = None
+
+    def wake(self) -> None:
+        """A job was queued: look now (safe from any thread)."""
+        if self._loop is not None and self._wake is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    def _finished(self) -> None:
+        if self.on_finished is not None:
+            try:
+                self.on_finished()
+            except Exception:
+                log.exception("waking the deliverers after a demo failed")
+
+    async def start(self) -> None:
+        """At start: jobs a stopped process left running are failed and their askers told."""
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        failed = await asyncio.to_thread(self.engine.interrupted_demos)
+        if failed:
+            log.warning("%s demo(s) were running when the bot stopped: marked failed", failed)
+            self._finished()
+        self.unavailable_reason = await self.backend.unavailable()
+        if self.unavailable_reason:
+            log.warning("%s Quizzes work as usual.", self.unavailable_reason)
+
+    async def run_forever(self) -> None:
+        if self._wake is None:
+            await self.start()
+        assert self._wake is not None
+        running: set[asyncio.Task[None]] = set()
+        while True:
+            while len(running) < self.parallel and await self._claim_and_start(running):
+                pass
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self.poll_s)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+
+    async def _claim_and_start(self, running: set[asyncio.Task[None]]) -> bool:
+        reason = await self.backend.unavailable()
+        if reason != self.unavailable_reason:
+            log.warning("%s", reason) if reason else log.info("the demo back end is reachable again")
+            self.unavailable_reason = reason
+        try:
+            job = await asyncio.to_thread(self.engine.claim_demo, self.name, self.backend.name)
+        except StudyBotError as exc:
+            log.warning("claiming a demo job failed: %s", exc.message)
+            return False
+        if job is None:
+            return False
+        if reason:  # refuse at once rather than leave the member waiting on a dead queue
+            await asyncio.to_thread(self.engine.demo_failed, job.id, reason)
+            self._finished()
+            return True
+        task = asyncio.create_task(self.run_job(job), name=f"demo-{job.id}")
+        running.add(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            running.discard(finished)
+            self.wake()  # a community's next job may run now
+
+        task.add_done_callback(done)
+        return True
+
+    async def run_job(self, job: DemoJobRecord) -> None:
+        progress: dict[str, Any] = {"total": None, "info": {}, "rows": []}
+
+        async def on_event(event: Event) -> None:
+            if event.get("event") == "start":
+                progress["total"] = event.get("total")
+                progress["info"] = {k: v for k, v in event.items() if k not in ("event", "total")}
+            elif event.get("event") == "row" and isinstance(event.get("row"), dict):
+                progress["rows"].append(event["row"])
+            else:
+                return
+            card = await asyncio.to_thread(self.engine.demo_progress, job.id, dict(progress))
+            if card is not None and self.on_progress is not None:
+                try:
+                    await self.on_progress(card)
+                except Exception:
+                    log.warning("showing the progress of demo %s failed", job.id, exc_info=True)
+
+        started = time.perf_counter()
+        try:
+            outcome = await self.backend.run(job, on_event)
+        except DemoFailure as failure:
+            await asyncio.to_thread(self.engine.demo_failed, job.id, failure.sentence)
+        except Exception:
+            incident = uuid.uuid4().hex[:8]
+            log.exception("demo %s failed (incident %s)", job.id, incident)
+            await asyncio.to_thread(
+                self.engine.demo_failed, job.id, f"the worker failed unexpectedly (incident {incident})."
+            )
+        else:
+            chart_path = None
+            if outcome.chart:
+                self.out_dir.mkdir(parents=True, exist_ok=True)
+                path = (self.out_dir / f"demo-{job.id}.png").resolve()
+                path.write_bytes(outcome.chart)
+                chart_path = str(path)
+            result = dict(outcome.result)
+            result.setdefault("wall_s", round(time.perf_counter() - started, 3))
+            await asyncio.to_thread(self.engine.demo_finished, job.id, result, chart_path)
+        self._finished()
+
+
+def make_backend(worker: str, redis_url: str, queue: str, timeout_s: float) -> Backend:
+    if worker == "celery":
+        return CeleryBackend(redis_url, queue, timeout_s)
+    return LocalBackend(timeout_s)
+
 
 class DemoRunner:
-    """Runs `python -m demos.<name> --json` in a child process with a time limit."""
+    """A demo run in the foreground (the `studybot demo` commands and tests): the same child
+    process as the jobs, waited for, its result as a card."""
 
     def __init__(self, out_dir: Path, timeout_s: float = 120.0, python: str = sys.executable) -> None:
         self.out_dir = out_dir
@@ -26,33 +402,15 @@ class DemoRunner:
         self.python = python
 
     def run(self, request: DemoRequest) -> DemoResultCard:
-        args = [self.python, "-m", request.module, "--json", *request.args]
-        chart: Path | None = None
-        if request.module == "demos.checkpoint":
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            chart = (
-                self.out_dir / f"checkpoint-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns() % 10**6}.png"
-            ).resolve()
-            args += ["--chart", str(chart)]
         started = time.perf_counter()
-        log.info("running demo: %s", " ".join(args[1:]))
         try:
-            done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            raise StudyBotError(f"The demo did not finish within {self.timeout_s:g} s and was stopped.") from None
-        except OSError as exc:
-            raise StudyBotError(f"The demo worker could not start: {exc.strerror}.") from None
-        wall = time.perf_counter() - started
-        if done.returncode != 0:
-            lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-            reason = lines[-1] if lines else f"exit code {done.returncode}"
-            if "No module named 'torch'" in done.stderr:
-                reason = "PyTorch is not installed for the demo worker (pip install '.[demo]')."
-            raise StudyBotError(f"The demo refused or failed: {reason}")
-        try:
-            result = json.loads(done.stdout)
-        except json.JSONDecodeError:
-            raise StudyBotError("The demo finished but printed no readable result.") from None
-        if chart is not None and not chart.exists():
-            chart = None
-        return result_card(request.module, result, str(chart) if chart else None, wall)
+            outcome = run_demo_process(request.module, request.args, self.timeout_s, python=self.python)
+        except DemoFailure as failure:
+            raise StudyBotError(failure.sentence) from None
+        chart_path = None
+        if outcome.chart:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            path = (self.out_dir / f"{request.module.removeprefix('demos.')}-{uuid.uuid4().hex[:8]}.png").resolve()
+            path.write_bytes(outcome.chart)
+            chart_path = str(path)
+        return result_card(request.module, outcome.result, chart_path, time.perf_counter() - started)

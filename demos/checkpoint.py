@@ -73,6 +73,7 @@ class DemoConfig:
     chart: str | None = None
     json: bool = False
     time_budget_s: float = DEFAULT_TIME_BUDGET_S
+    progress: bool = False
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,7 @@ def parse_args(argv: Sequence[str] | None) -> DemoConfig:
     p.add_argument("--chart", default=None)
     p.add_argument("--time-budget", default=str(DEFAULT_TIME_BUDGET_S))
     p.add_argument("--json", action="store_true")
+    p.add_argument("--progress", action="store_true", help="JSON lines: start, one per strategy, then the result")
     a = p.parse_args(list(argv) if argv is not None else None)
 
     if a.model not in MODEL_KINDS:
@@ -220,6 +222,7 @@ def parse_args(argv: Sequence[str] | None) -> DemoConfig:
         sweep=sweep,
         chart=a.chart,
         json=a.json,
+        progress=a.progress,
         time_budget_s=budget,
     )
 
@@ -398,8 +401,11 @@ def theory_for(layers: int, none_saved: int, input_bytes: int) -> Theory:
     return Theory(a, b, k, predicted, text)
 
 
-def run_demo(cfg: DemoConfig, estimate: bool = True) -> DemoReport:
-    """Run every strategy (or the sweep) and return the report."""
+def run_demo(
+    cfg: DemoConfig, estimate: bool = True, on_result: Callable[[StrategyResult], None] | None = None
+) -> DemoReport:
+    """Run every strategy (or the sweep) and return the report; `on_result` hears of each
+    strategy as soon as it is measured (the chat shows the first figure before the end)."""
     started = time.perf_counter()
     device = torch.device(cfg.device)
     depths = cfg.sweep or (cfg.layers,)
@@ -425,6 +431,8 @@ def run_demo(cfg: DemoConfig, estimate: bool = True) -> DemoReport:
                 baseline = grads
                 theory = theory_for(depth, result.saved_bytes, input_bytes)
             results.append(result)
+            if on_result is not None:
+                on_result(result)
         del model, x, baseline
     meters = (
         {
@@ -486,6 +494,27 @@ def format_table(report: DemoReport) -> str:
     return "\n".join(rows)
 
 
+def where_it_runs(device_name: str) -> dict[str, Any]:
+    """The device, its memory, torch's version and its CPU threads, for the result's footer."""
+    device = torch.device(device_name)
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        name, memory = props.name, int(props.total_memory)
+    else:
+        name = "cpu"
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            memory = 0
+    return {"device": name, "memory_bytes": memory, "torch": torch.__version__, "threads": torch.get_num_threads()}
+
+
+def emit_event(event: dict[str, Any]) -> None:
+    """One progress event as a JSON line on stdout, flushed at once for the waiting bot."""
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     """The CLI. Returns 0, or 2 with one sentence on stderr for bad input."""
     process_start = time.perf_counter()
@@ -500,14 +529,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    report = run_demo(cfg)
+    on_result = None
+    if cfg.progress:
+        total = len(cfg.strategies) * len(cfg.sweep or (cfg.layers,))
+        emit_event({"event": "start", "total": total, **where_it_runs(cfg.device)})
+
+        def on_result(result: StrategyResult) -> None:
+            emit_event({"event": "row", "row": asdict(result)})
+
+    report = run_demo(cfg, on_result=on_result)
     if cfg.chart:
         from demos.chart import write_chart
 
         write_chart(report, cfg.chart)
         report = replace(report, chart=cfg.chart)
     report = replace(report, wall_s=round(time.perf_counter() - process_start, 3))
-    if cfg.json:
+    if cfg.progress:
+        emit_event({"event": "result", "result": report.to_json()})
+    elif cfg.json:
         print(json.dumps(report.to_json()))
     else:
         print(format_table(report))

@@ -245,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seq", default="1024")
     parser.add_argument("--gpu-gib", default="24")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--progress", action="store_true", help="JSON lines: start, then the result")
     try:
         args = parser.parse_args(argv)
         if args.preset not in PRESETS:
@@ -262,12 +263,15 @@ def main(argv: list[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     started = time.perf_counter()
+    if args.progress:
+        start = {"event": "start", "total": 1, "device": "fake tensors (nothing allocated)", "torch": torch.__version__}
+        print(json.dumps({**start, "threads": torch.get_num_threads()}), flush=True)
     result = estimate(args.preset, batch, seq, gpu_gib)
     wall = time.perf_counter() - started
-    if args.json:
+    if args.json or args.progress:
         out = asdict(result)
         out.update(torch=torch.__version__, wall_s=round(wall, 3))
-        print(json.dumps(out))
+        print(json.dumps({"event": "result", "result": out}) if args.progress else json.dumps(out), flush=True)
     else:
         print(format_estimate(result))
     return 0

@@ -71,8 +71,13 @@ def test_demo_from_the_chat_runs_in_a_worker_and_posts_a_table_and_chart(tmp_pat
     done = studybot(tmp_path, "console", "--jsonl", "--no-schedule", stdin=script)
     assert done.returncode == 0, done.stderr
     messages = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [m["kind"] for m in messages] == ["progress", "demo"]
-    demo = messages[1]
+    kinds = [m["kind"] for m in messages]
+    # queued, then its progress as each strategy is measured (the first figure before the end), then the result
+    assert kinds[0] == "demo_queued" and kinds[-1] == "demo" and set(kinds[1:-1]) == {"progress"}
+    progress = [m["data"] for m in messages if m["kind"] == "progress"]
+    assert [(p["done"], p["total"]) for p in progress] == [(0, 2), (1, 2), (2, 2)]
+    assert "none" in messages[2]["text"] and "block" not in messages[2]["text"]  # one row, while block still runs
+    demo = messages[-1]
     result = demo["data"]["result"]
     assert [r["strategy"] for r in result["results"]] == ["none", "block"]
     assert all(r["grads_identical"] for r in result["results"])

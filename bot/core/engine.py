@@ -5,6 +5,7 @@ decision, and a platform's deliverer sends it (bot/delivery.py)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,9 +17,10 @@ from bot.core import scoring
 from bot.core.bank import TOPICS, Bank, Question
 from bot.core.community import CONFIG_ALIASES, CONFIG_KEYS, CommunityConfig, parse_setting
 from bot.core.demo_request import parse_demo
+from bot.core.demo_result import outcome_card, progress_card
 from bot.core.errors import InvalidInput, NotFound
 from bot.core.ports import Store, StoreTx
-from bot.core.records import NewAnswer, OutboxRecord, RoundRecord
+from bot.core.records import DemoJobRecord, NewAnswer, OutboxRecord, RoundRecord
 from bot.core.text import MAX_TEXT, clean_name, looks_like_letter, parse_choice
 from bot.core.values import (
     AlreadyAnswered,
@@ -30,7 +32,8 @@ from bot.core.values import (
     ConfigCard,
     ConfirmForget,
     Delivery,
-    DemoAccepted,
+    DemoProgressCard,
+    DemoQueued,
     Forgotten,
     HomeCard,
     LeaderboardCard,
@@ -49,7 +52,16 @@ from bot.core.values import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CONFIG_KEYS", "MAX_TEXT", "CommunityConfig", "DeliveryPolicy", "StudyEngine", "clean_name", "utcnow"]
+__all__ = [
+    "CONFIG_KEYS",
+    "MAX_TEXT",
+    "CommunityConfig",
+    "DeliveryPolicy",
+    "DemoPolicy",
+    "StudyEngine",
+    "clean_name",
+    "utcnow",
+]
 
 LOW_BANK = 7
 
@@ -75,6 +87,26 @@ class DeliveryPolicy:
         return timedelta(seconds=max(backoff, retry_after or 0.0))
 
 
+@dataclass(frozen=True)
+class DemoPolicy:
+    """Who may queue a demo: one per member every `cooldown_s`, at most `max_waiting` queued
+    per community (one runs at a time per community)."""
+
+    cooldown_s: float = 600.0
+    max_waiting: int = 5
+
+
+def _duration(span: timedelta) -> str:
+    seconds = max(1, int(span.total_seconds()))
+    if seconds < 90:
+        return f"{seconds} s"
+    return f"{round(seconds / 60)} min"
+
+
+def _ago(span: timedelta) -> str:
+    return _duration(span)
+
+
 class StudyEngine:
     """The study bot's rules. Each public method is one use case and one unit of work."""
 
@@ -87,6 +119,7 @@ class StudyEngine:
         default_window_hours: int = 12,
         delivery: DeliveryPolicy | None = None,
         forget_salt: str = "studybot",
+        demos: DemoPolicy | None = None,
     ) -> None:
         self.store = store
         self.bank = bank
@@ -95,6 +128,7 @@ class StudyEngine:
         self.default_window_hours = default_window_hours
         self.delivery = delivery or DeliveryPolicy()
         self.forget_salt = forget_salt
+        self.demos = demos or DemoPolicy()
 
     # ----------------------------------------------------------------- helpers
 
@@ -620,9 +654,80 @@ class StudyEngine:
 
     # ------------------------------------------------------------------- demos
 
-    def request_demo(self, user: UserRef, channel: ChannelRef, text: str) -> DemoAccepted:
-        """Validate a `/demo ...` request; the card says what will run."""
-        return DemoAccepted(request=parse_demo(text), user=clean_name(user.display_name))
+    def request_demo(self, user: UserRef, channel: ChannelRef, text: str) -> DemoQueued:
+        """Validate a `/demo ...` request and queue it. Refused, with a sentence: a member
+        within their cooldown, a community whose queue is full."""
+        request = parse_demo(text)
+        now = self.now()
+        name = clean_name(user.display_name)
+        with self.store.write() as tx:
+            community = self._community(tx, user)
+            last = tx.last_demo_at(community.id, user.user_id)
+            cooldown = timedelta(seconds=self.demos.cooldown_s)
+            if last is not None and now - last < cooldown:
+                wait = int((last + cooldown - now).total_seconds()) + 1
+                raise InvalidInput(
+                    f"You asked for a demo {_ago(now - last)} ago; one per member every "
+                    f"{_duration(cooldown)}, so the next one is possible in {_duration(timedelta(seconds=wait))}."
+                )
+            if tx.demos_waiting(community.id) >= self.demos.max_waiting:
+                raise InvalidInput(
+                    f"{self.demos.max_waiting} demos are already waiting here; ask again when one has finished."
+                )
+            job_id = tx.add_demo(
+                community.id, channel.channel_id, user.user_id, name, request.module, request.args, now
+            )
+            position = tx.demo_position(job_id, community.id)
+        log.info("queued demo %s (%s) for %s at position %s", job_id, request.module, channel, position)
+        return DemoQueued(job_id=job_id, position=position, module=request.module, user=name, args=request.args)
+
+    def demo_message(self, job_id: int, message_ref: str) -> None:
+        """The platform's reference of the message that announced a queued demo (to edit)."""
+        with self.store.write() as tx:
+            tx.set_demo_ref(job_id, message_ref)
+
+    def claim_demo(self, worker: str, backend: str) -> DemoJobRecord | None:
+        """The next demo to run (one at a time per community), marked running."""
+        with self.store.write() as tx:
+            return tx.claim_demo(worker, backend, self.now())
+
+    def demo_progress(self, job_id: int, progress: dict[str, object]) -> DemoProgressCard | None:
+        """Keep a running demo's progress (`total`, `info`, `rows`); the card shows it."""
+        with self.store.write() as tx:
+            tx.set_demo_progress(job_id, json.dumps(progress))
+            job = tx.get_demo(job_id)
+        return None if job is None else progress_card(job)
+
+    def demo_finished(self, job_id: int, result: dict[str, object], chart_path: str | None) -> bool:
+        """A demo's result: stored, and its post queued in the channel where it was asked."""
+        return self._end_demo(job_id, "done", json.dumps(result), chart_path, None)
+
+    def demo_failed(self, job_id: int, reason: str) -> bool:
+        """A demo that did not finish: the reason is stored and said in its channel."""
+        return self._end_demo(job_id, "failed", None, None, reason)
+
+    def _end_demo(self, job_id: int, state: str, result: str | None, chart_path: str | None, error: str | None) -> bool:
+        now = self.now()
+        with self.store.write() as tx:
+            if not tx.finish_demo(job_id, state, now, result, chart_path, error):
+                return False
+            job = tx.get_demo(job_id)
+            if job is not None:
+                tx.enqueue(job.community_id, job.channel_id, "demo", str(job_id), now)
+        log.info("demo %s %s%s", job_id, state, f": {error}" if error else "")
+        return True
+
+    def interrupted_demos(self, reason: str = "the bot restarted while it ran; ask again with /demo.") -> int:
+        """At start: demos left running by a process that stopped are failed, and their
+        askers told in the channel. Returns how many."""
+        with self.store.read() as tx:
+            running = tx.demo_ids(("running",))
+        return sum(1 for job_id in running if self.demo_failed(job_id, reason))
+
+    def demo_jobs(self, limit: int = 50) -> list[DemoJobRecord]:
+        """The newest demo jobs, newest first (for `studybot jobs`)."""
+        with self.store.read() as tx:
+            return tx.recent_demos(limit)
 
     # ---------------------------------------------------------- platform state
 
@@ -658,6 +763,11 @@ class StudyEngine:
         return deliveries
 
     def _outbox_card(self, tx: StoreTx, row: OutboxRecord) -> Posted:
+        if row.kind == "demo":
+            job = tx.get_demo(int(row.key))
+            if job is None:
+                raise NotFound(f"Demo #{row.key} is gone.")
+            return outcome_card(job)
         if row.kind == "question":
             round_row = tx.get_round(int(row.key))
             return self._card(round_row, self._question(round_row.question_id))

@@ -63,3 +63,26 @@ class OutboxRecord:
     state: str
     last_error: str | None
     next_try: datetime
+
+
+@dataclass(frozen=True)
+class DemoJobRecord:
+    id: int
+    community_id: int
+    platform: str
+    community: str  # the platform's community id
+    channel_id: str
+    user_id: str
+    user_name: str
+    module: str
+    args: tuple[str, ...]
+    state: str  # queued | running | done | failed
+    progress: str  # JSON: {"total": n, "info": {...}, "rows": [...]}
+    result: str | None
+    chart_path: str | None
+    error: str | None
+    backend: str | None
+    message_ref: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None

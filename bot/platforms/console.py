@@ -5,16 +5,20 @@ renders the card that comes back as messages, plain text, rich text or JSON line
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import shlex
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from bot.core import wording
+from bot.core.demo_request import parse_demo
 from bot.core.engine import StudyEngine
 from bot.core.text import MAX_TEXT, clean_name
 from bot.core.values import (
@@ -26,6 +30,9 @@ from bot.core.values import (
     ConfigCard,
     ConfirmForget,
     DemoAccepted,
+    DemoFailedCard,
+    DemoProgressCard,
+    DemoQueued,
     DemoResultCard,
     Forgotten,
     LeaderboardCard,
@@ -40,7 +47,7 @@ from bot.core.values import (
     UserRef,
 )
 from bot.delivery import Deliverer
-from bot.jobs import DemoRunner
+from bot.jobs import Backend, DemoJobRunner
 from bot.platforms.bridge import guarded
 
 log = logging.getLogger(__name__)
@@ -79,6 +86,10 @@ class Message:
 
 def _indent(lines: Iterable[str]) -> str:
     return "\n".join(f"  {line}" for line in lines)
+
+
+def _indent_lines(lines: Iterable[str]) -> list[str]:
+    return [f"  {line}" for line in lines]
 
 
 def render(card: object) -> list[Message]:
@@ -179,6 +190,21 @@ def render(card: object) -> list[Message]:
             return [Message("user", "error", card.text, problem_data)]
         case DemoAccepted():
             return [Message("user", "progress", wording.demo_accepted(card), {})]
+        case DemoQueued():
+            data = {"job_id": card.job_id, "position": card.position, "module": card.module}
+            return [Message("channel", "demo_queued", wording.demo_queued(card), data)]
+        case DemoProgressCard():
+            width = 20
+            filled = round(width * card.done / max(card.total, 1))
+            bar = "[" + "#" * filled + "-" * (width - filled) + "]"
+            lines = [
+                f"{wording.demo_progress_title(card)} {bar}",
+                *_indent_lines(wording.table_lines(card.header, card.rows)),
+            ]
+            data = {"job_id": card.job_id, "done": card.done, "total": card.total}
+            return [Message("channel", "progress", "\n".join(lines), data)]
+        case DemoFailedCard():
+            return [Message("channel", "demo_failed", wording.demo_failed(card), {"job_id": card.job_id})]
         case DemoResultCard():
             return [
                 Message(
@@ -204,14 +230,14 @@ class Console:
         engine: StudyEngine,
         community: str = "local",
         user: str = "you",
-        demo_runner: DemoRunner | None = None,
+        demos: DemoJobRunner | None = None,
         on_progress: Callable[[Message], None] | None = None,
     ) -> None:
         self.engine = engine
         self.community = community
         self.channel = ChannelRef(PLATFORM, community, CHANNEL)
         self.user = self._user(user)
-        self.demo_runner = demo_runner
+        self.demos = demos  # runs the queued /demo jobs (started by run_console's background)
         self.on_progress = on_progress
         self.on_config: Callable[[], None] | None = None  # the scheduler's rebuild, when one runs
         self.deliverer = Deliverer(engine, PLATFORM, community)
@@ -314,13 +340,20 @@ class Console:
         return render(Problem(f"Unknown command {command[:30]}; type /help for the list."))
 
     def _demo(self, rest: str) -> list[Message]:
-        accepted = self.engine.request_demo(self.user, self.channel, rest)
-        if self.demo_runner is None:
+        if self.demos is None:
+            parse_demo(rest)  # bad input still gets its own sentence
             return render(Problem("Demos are not enabled in this session."))
-        if self.on_progress:
-            for message in render(accepted):
-                self.on_progress(message)
-        return render(self.demo_runner.run(accepted.request))
+        queued = self.engine.request_demo(self.user, self.channel, rest)
+        self.demos.wake()
+        return render(queued)
+
+    def pending_demos(self) -> int:
+        """Demo jobs of this console's community still queued or running."""
+        return sum(
+            1
+            for job in self.engine.demo_jobs(50)
+            if job.platform == PLATFORM and job.community == self.community and job.state in ("queued", "running")
+        )
 
 
 def run_console(
@@ -422,6 +455,74 @@ def console_background(
             stop.set()
             wake.set()
             thread.join(timeout=5)
+
+        return halt
+
+    return begin
+
+
+def demo_background(
+    chat: Console, backend: Backend, out_dir: Path, wait_s: float = 600.0
+) -> Callable[[Callable[[Message], None]], Callable[[], None]]:
+    """For run_console: run the chat's demo jobs on an event loop in a thread, printing
+    progress as each strategy finishes and the result once it is posted. Its stop waits for
+    the demos still running (a scripted chat ends only after its demos have answered)."""
+
+    def begin(emit: Callable[[Message], None]) -> Callable[[], None]:
+        async def show(card: DemoProgressCard) -> None:
+            for message in render(card):
+                emit(message)
+
+        def finished() -> None:
+            chat.deliver(emit)
+
+        runner = DemoJobRunner(chat.engine, backend, out_dir, on_progress=show, on_finished=finished, poll_s=0.5)
+        chat.demos = runner
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def main() -> None:
+            asyncio.set_event_loop(loop)
+
+            async def go() -> None:
+                await runner.start()
+                ready.set()
+                await runner.run_forever()
+
+            try:
+                loop.run_until_complete(go())
+            except asyncio.CancelledError:
+                pass
+
+        thread = threading.Thread(target=main, name="console-demos", daemon=True)
+        thread.start()
+        ready.wait(timeout=30)
+
+        def halt() -> None:
+            deadline = time.monotonic() + wait_s
+            while chat.pending_demos() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            chat.deliver(emit)
+            for task in asyncio.all_tasks(loop) if not loop.is_closed() else ():
+                loop.call_soon_threadsafe(task.cancel)
+            thread.join(timeout=5)
+
+        return halt
+
+    return begin
+
+
+def combine(
+    *starts: Callable[[Callable[[Message], None]], Callable[[], None]] | None,
+) -> Callable[[Callable[[Message], None]], Callable[[], None]]:
+    """Several background starters as one (the scheduler, the demo jobs)."""
+
+    def begin(emit: Callable[[Message], None]) -> Callable[[], None]:
+        stops = [start(emit) for start in starts if start is not None]
+
+        def halt() -> None:
+            for stop in stops:
+                stop()
 
         return halt
 

@@ -116,9 +116,18 @@ def unavailable(platforms: tuple[str, ...]) -> str | None:
 
 async def serve(settings: Settings, engine: StudyEngine, platforms: tuple[str, ...]) -> None:
     """Run the chat platforms on one event loop with one Runtime until one of them stops."""
+    from bot.jobs import DemoJobRunner, make_backend
     from bot.platforms.runtime import Runtime
 
     runtime = Runtime(engine, platforms, settings.bridge_threads)
+    runtime.demo_runner = DemoJobRunner(
+        engine,
+        make_backend(settings.worker, settings.redis_url, settings.celery_queue, settings.demo_timeout_s),
+        settings.demo_out_dir,
+        on_progress=runtime.demo_progress,
+        on_finished=runtime.wake,
+        parallel=settings.demo_parallel,
+    )
     apps: list[PlatformApp] = [
         importlib.import_module(f"bot.platforms.{name}").attach(settings, runtime) for name in platforms
     ]

@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
 from bot.core.engine import StudyEngine
-from bot.core.values import CommunityRef, ConfigCard, DemoProgressCard, Problem, QuestionCard
+from bot.core.values import CommunityRef, ConfigCard, DemoProgressCard, DemoQueued, Problem, QuestionCard
 from bot.delivery import AsyncSend, Deliverer
+from bot.jobs import DemoJobRunner
 from bot.platforms.bridge import Bridge
 from bot.schedule import StudyScheduler
 
@@ -45,6 +46,7 @@ class Runtime:
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self.scheduling = False
+        self.demo_runner: DemoJobRunner | None = None  # set by serve(); runs /demo jobs
 
     def add_sender(self, platform: str, send: AsyncSend) -> None:
         """The platform's way of posting a card in a channel (returns its message reference)."""
@@ -74,6 +76,9 @@ class Runtime:
                 name=f"deliver-{platform}",
             )
             self._tasks.append(task)
+        if self.demo_runner is not None:
+            await self.demo_runner.start()
+            self._tasks.append(asyncio.create_task(self.demo_runner.run_forever(), name="demo-jobs"))
         if schedule:
             await self.bridge.run(self.scheduler.start)
             self.scheduling = True
@@ -94,6 +99,8 @@ class Runtime:
         result = await self.bridge.call(method, *args, **kwargs)
         if isinstance(result, QuestionCard) and result.kind == "daily":
             self.wake()
+        if isinstance(result, DemoQueued) and self.demo_runner is not None:
+            self.demo_runner.wake()
         if isinstance(result, ConfigCard) and result.changed and args and isinstance(args[0], CommunityRef):
             await self.rebuild(args[0])
         return result

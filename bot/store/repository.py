@@ -6,22 +6,24 @@ sees a Connection. Both SQLite and PostgreSQL run the same statements."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, and_, delete, func, or_, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
 from sqlmodel import col
 
 from bot.core.community import CommunityConfig
-from bot.core.records import AnswerContext, NewAnswer, OutboxRecord, RoundRecord
+from bot.core.records import AnswerContext, DemoJobRecord, NewAnswer, OutboxRecord, RoundRecord
 from bot.core.values import CommunityRef
 from bot.store import statements
 from bot.store.database import Database, insert_ignoring
 from bot.store.tables import (
     Answer,
     Community,
+    DemoJob,
     ForgottenAnswer,
     LeaderboardPost,
     Member,
@@ -655,3 +657,153 @@ class SqlTx:
             self.conn.execute(
                 insert_ignoring(self.conn, PlatformState, ["key"]).values(key=key, value=value, updated_at=now)
             )
+
+    # -------------------------------------------------------------- demo jobs
+
+    def _jobs(self) -> Any:
+        return select(DemoJob, col(Community.platform), col(Community.external_id)).join(
+            Community, col(Community.id) == col(DemoJob.community_id)
+        )
+
+    @staticmethod
+    def _job(row: Any) -> DemoJobRecord:
+        return DemoJobRecord(
+            id=row.id,
+            community_id=row.community_id,
+            platform=row.platform,
+            community=row.external_id,
+            channel_id=row.channel_id,
+            user_id=row.user_id,
+            user_name=row.user_name,
+            module=row.module,
+            args=tuple(json.loads(row.args)),
+            state=row.state,
+            progress=row.progress,
+            result=row.result,
+            chart_path=row.chart_path,
+            error=row.error,
+            backend=row.backend,
+            message_ref=row.message_ref,
+            created_at=row.created_at,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+        )
+
+    def last_demo_at(self, community_id: int, user_id: str) -> datetime | None:
+        """When this member last asked for a demo that was not lost to a failure of ours."""
+        return self.conn.execute(
+            select(func.max(col(DemoJob.created_at))).where(
+                col(DemoJob.community_id) == community_id,
+                col(DemoJob.user_id) == user_id,
+                col(DemoJob.state) != "failed",
+            )
+        ).scalar()
+
+    def demos_waiting(self, community_id: int) -> int:
+        return int(
+            self.conn.execute(
+                select(func.count())
+                .select_from(DemoJob)
+                .where(col(DemoJob.community_id) == community_id, col(DemoJob.state) == "queued")
+            ).scalar_one()
+        )
+
+    def add_demo(
+        self,
+        community_id: int,
+        channel_id: str,
+        user_id: str,
+        user_name: str,
+        module: str,
+        args: tuple[str, ...],
+        now: datetime,
+    ) -> int:
+        return int(
+            self.conn.execute(
+                insert(DemoJob)
+                .values(
+                    community_id=community_id,
+                    channel_id=channel_id,
+                    user_id=user_id,
+                    user_name=user_name,
+                    module=module,
+                    args=json.dumps(list(args)),
+                    state="queued",
+                    progress="{}",
+                    created_at=now,
+                )
+                .returning(col(DemoJob.id))
+            ).scalar_one()
+        )
+
+    def demo_position(self, job_id: int, community_id: int) -> int:
+        """1 when nothing in its community runs or waits before it."""
+        ahead = self.conn.execute(
+            select(func.count())
+            .select_from(DemoJob)
+            .where(
+                col(DemoJob.community_id) == community_id,
+                or_(col(DemoJob.state) == "running", and_(col(DemoJob.state) == "queued", col(DemoJob.id) < job_id)),
+            )
+        ).scalar_one()
+        return int(ahead) + 1
+
+    def get_demo(self, job_id: int) -> DemoJobRecord | None:
+        row = self.conn.execute(self._jobs().where(col(DemoJob.id) == job_id)).first()
+        return self._job(row) if row else None
+
+    def claim_demo(self, worker: str, backend: str, now: datetime) -> DemoJobRecord | None:
+        """The oldest queued job of a community with nothing running, marked running."""
+        busy = select(col(DemoJob.community_id)).where(col(DemoJob.state) == "running")
+        query = (
+            select(col(DemoJob.id))
+            .where(col(DemoJob.state) == "queued", col(DemoJob.community_id).not_in(busy))
+            .order_by(col(DemoJob.id))
+            .limit(1)
+        )
+        if self.dialect == "postgresql":
+            query = query.with_for_update(skip_locked=True)
+        job_id = self.conn.execute(query).scalar()
+        if job_id is None:
+            return None
+        self.conn.execute(
+            update(DemoJob)
+            .where(col(DemoJob.id) == job_id)
+            .values(state="running", started_at=now, worker=worker[:64], backend=backend[:16])
+        )
+        return self.get_demo(cast(int, job_id))
+
+    def set_demo_progress(self, job_id: int, progress: str) -> None:
+        self.conn.execute(update(DemoJob).where(col(DemoJob.id) == job_id).values(progress=progress[:20000]))
+
+    def set_demo_ref(self, job_id: int, message_ref: str) -> None:
+        self.conn.execute(update(DemoJob).where(col(DemoJob.id) == job_id).values(message_ref=message_ref[:128]))
+
+    def finish_demo(
+        self, job_id: int, state: str, now: datetime, result: str | None, chart_path: str | None, error: str | None
+    ) -> bool:
+        """Record a running (or queued) job's end; False when it had ended already."""
+        done = self.conn.execute(
+            update(DemoJob)
+            .where(col(DemoJob.id) == job_id, col(DemoJob.state).in_(("queued", "running")))
+            .values(
+                state=state,
+                finished_at=now,
+                result=result,
+                chart_path=None if chart_path is None else chart_path[:500],
+                error=None if error is None else error[:500],
+            )
+        ).rowcount
+        return bool(done)
+
+    def demo_ids(self, states: tuple[str, ...]) -> list[int]:
+        return [
+            cast(int, i)
+            for i in self.conn.execute(
+                select(col(DemoJob.id)).where(col(DemoJob.state).in_(states)).order_by(col(DemoJob.id))
+            ).scalars()
+        ]
+
+    def recent_demos(self, limit: int) -> list[DemoJobRecord]:
+        rows = self.conn.execute(self._jobs().order_by(col(DemoJob.id).desc()).limit(limit)).all()
+        return [self._job(row) for row in rows]

@@ -1,0 +1,57 @@
+"""The Celery side of demo jobs: `studybot worker [--queues gpu]` on any host with torch.
+
+Each task runs the demo exactly as the local back end does (`python -m demos.<name>
+--progress` in a child process, so the worker process itself stays small) and reports every
+progress event through the task's state, where the bot reads it. JSON only, never pickle;
+acks late, so a task whose worker dies is not lost silently; a soft and a hard time limit."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import Any
+
+from celery import Celery, Task
+from celery.exceptions import SoftTimeLimitExceeded
+
+from bot.jobs import DemoFailure, run_demo_process
+
+log = logging.getLogger(__name__)
+
+
+def make_app(redis_url: str, timeout_s: float = 120.0) -> Celery:
+    app = Celery("studybot", broker=redis_url, backend=redis_url)
+    app.conf.update(
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        result_accept_content=["json"],
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_track_started=True,
+        task_soft_time_limit=timeout_s,
+        task_time_limit=timeout_s + 10,
+        result_expires=3600,
+        broker_connection_retry_on_startup=True,
+        task_default_queue="demos",
+    )
+
+    @app.task(name="studybot.run_demo", bind=True)
+    def run_demo(self: Task, module: str, args: list[str]) -> dict[str, Any]:
+        events: list[dict[str, Any]] = []
+
+        def report(event: dict[str, Any]) -> None:
+            events.append(event)
+            self.update_state(state="PROGRESS", meta={"events": list(events)})
+
+        try:
+            outcome = run_demo_process(module, tuple(args), timeout_s, report)
+        except DemoFailure as failure:
+            raise RuntimeError(failure.sentence) from None
+        except SoftTimeLimitExceeded:
+            raise RuntimeError(f"The demo hit the worker's time limit of {timeout_s:g} s and was stopped.") from None
+        chart = base64.b64encode(outcome.chart).decode() if outcome.chart else None
+        return {"events": events, "result": outcome.result, "chart": chart}
+
+    return app
