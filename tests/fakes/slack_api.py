@@ -1,0 +1,405 @@
+"""A fake Slack on 127.0.0.1: the Web API (GET and POST, query strings, forms and JSON, as
+slack_sdk sends them), response_url endpoints, the upload URL of files_upload_v2, the OAuth
+code exchange, and a Socket Mode websocket that pushes envelopes and records the acks.
+
+It behaves like Slack where the adapter depends on it: tokens are checked, a bot posts only in
+channels it is a member of (not_in_channel) that exist (channel_not_found), Block Kit limits
+are enforced (50 blocks, 3000 characters a section, 255 an action_id, 75 a button label), and
+a rate limit answers 429 with Retry-After. Every call is recorded; tests assert on them."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+
+@dataclass
+class Call:
+    method: str  # "chat.postMessage", "response_url", "upload"
+    params: dict[str, Any]
+    token: str | None
+    http: str  # GET or POST
+
+
+@dataclass
+class Failure:
+    error: str
+    status: int = 200
+    retry_after: int | None = None
+    times: int = 1
+
+
+@dataclass
+class FakeSlack:
+    """Workspaces by token: `tokens` maps a bot token to its team id."""
+
+    tokens: dict[str, str] = field(default_factory=lambda: {"xoxb-one": "T1"})
+    app_token: str = "xapp-one"
+    members: set[str] = field(default_factory=lambda: {"C1", "C2", "C9"})  # channels the bot is in
+    channels: set[str] = field(default_factory=lambda: {"C1", "C2", "C9", "C3"})  # channels that exist
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)
+    installs: dict[str, dict[str, Any]] = field(default_factory=dict)  # OAuth code -> oauth.v2.access answer
+    calls: list[Call] = field(default_factory=list)
+    uploads: dict[str, bytes] = field(default_factory=dict)
+    messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    acks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    failures: dict[str, list[Failure]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._ts = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self._sockets: list[web.WebSocketResponse] = []
+        self._changed = asyncio.Event()
+        self.connections = 0
+
+    # ------------------------------------------------------------------ server
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.base}/api/"
+
+    def response_url(self, name: str = "r1") -> str:
+        return f"{self.base}/respond/{name}"
+
+    async def start(self) -> FakeSlack:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/respond/{name}", self._respond)
+        app.router.add_post("/upload/{file_id}", self._upload)
+        app.router.add_get("/link", self._socket)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        return self
+
+    async def stop(self) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # --------------------------------------------------------------- test API
+
+    def fail(self, method: str, error: str, status: int = 200, retry_after: int | None = None, times: int = 1) -> None:
+        self.failures.setdefault(method, []).append(Failure(error, status, retry_after, times))
+
+    def of(self, method: str) -> list[Call]:
+        return [call for call in self.calls if call.method == method]
+
+    async def wait_for(self, method: str, count: int = 1, timeout: float = 5.0, **match: Any) -> list[Call]:
+        """The calls of `method` (whose params contain `match`) once there are `count`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [c for c in self.of(method) if all(c.params.get(k) == v for k, v in match.items())]
+            if len(found) >= count:
+                return found
+            if time.monotonic() > deadline:
+                seen = [(c.method, c.params) for c in self.calls[-8:]]
+                raise AssertionError(f"no {count} x {method} {match} within {timeout}s; last calls: {seen}")
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout=0.1)
+            except TimeoutError:
+                pass
+
+    def _record(self, call: Call) -> None:
+        self.calls.append(call)
+        self._changed.set()
+
+    # ------------------------------------------------------------------ web API
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params: dict[str, Any] = dict(request.query)
+        if request.method == "POST" and request.can_read_body:
+            kind = request.content_type
+            if kind == "application/json":
+                params.update(await request.json())
+            elif kind in ("application/x-www-form-urlencoded", "multipart/form-data"):
+                params.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ").strip() or params.pop("token", None)
+        self._record(Call(method, params, token, request.method))
+        queued = self.failures.get(method)
+        if queued:
+            failure = queued[0]
+            failure.times -= 1
+            if failure.times <= 0:
+                queued.pop(0)
+            headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
+            return self._json({"ok": False, "error": failure.error}, failure.status, headers)
+        if method == "oauth.v2.access":
+            return self._json(self.installs.get(str(params.get("code")), {"ok": False, "error": "invalid_code"}))
+        if method == "apps.connections.open":
+            if token != self.app_token:
+                return self._json({"ok": False, "error": "invalid_auth"})
+            return self._json({"ok": True, "url": f"ws://127.0.0.1:{self.port}/link"})
+        team = self.tokens.get(token or "")
+        if team is None:
+            return self._json({"ok": False, "error": "not_authed" if not token else "invalid_auth"})
+        handler = getattr(self, "_" + method.replace(".", "_"), None)
+        if handler is None:
+            return self._json({"ok": False, "error": "unknown_method"})
+        return self._json(handler(team, params))
+
+    @staticmethod
+    def _json(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+        return web.Response(
+            text=json.dumps(body), status=status, headers=headers or {}, content_type="application/json"
+        )
+
+    def _auth_test(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "team_id": team, "team": f"team {team}", "user_id": f"UB{team}", "bot_id": f"B{team}"}
+
+    def _check_channel(self, channel: str) -> str | None:
+        if channel.startswith(("U", "D")):
+            return None  # a member's messages with the app
+        if channel not in self.channels:
+            return "channel_not_found"
+        if channel not in self.members:
+            return "not_in_channel"
+        return None
+
+    @staticmethod
+    def _check_blocks(params: dict[str, Any]) -> str | None:
+        blocks = params.get("blocks")
+        if isinstance(blocks, str):
+            blocks = json.loads(blocks)
+        if not params.get("text") and not blocks:
+            return "no_text"
+        if blocks is None:
+            return None
+        if len(blocks) > 50:
+            return "invalid_blocks"
+        for block in blocks:
+            text = (block.get("text") or {}).get("text", "")
+            if len(text) > 3000:
+                return "invalid_blocks"
+            for element in block.get("elements", []):
+                if len(element.get("action_id", "")) > 255:
+                    return "invalid_blocks"
+                if element.get("type") == "button" and len(element["text"]["text"]) > 75:
+                    return "invalid_blocks"
+        return None
+
+    def _chat_postMessage(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params.get("channel", ""))
+        error = self._check_channel(channel) or self._check_blocks(params)
+        if error:
+            return {"ok": False, "error": error}
+        ts = f"1700000000.{next(self._ts):06d}"
+        message = {"ts": ts, "text": params.get("text"), "blocks": params.get("blocks")}
+        if params.get("thread_ts"):
+            thread = params["thread_ts"]
+            if (channel, thread) not in self.messages:
+                return {"ok": False, "error": "thread_not_found"}
+            message["thread_ts"] = thread
+        self.messages[(channel, ts)] = message
+        return {"ok": True, "channel": channel, "ts": ts, "message": message}
+
+    def _chat_update(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
+        key = (str(params.get("channel")), str(params.get("ts")))
+        if key not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        error = self._check_blocks(params)
+        if error:
+            return {"ok": False, "error": error}
+        self.messages[key].update(text=params.get("text"), blocks=params.get("blocks"))
+        return {"ok": True, "channel": key[0], "ts": key[1]}
+
+    def _chat_postEphemeral(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
+        error = self._check_channel(str(params.get("channel", ""))) or self._check_blocks(params)
+        if error:
+            return {"ok": False, "error": error}
+        return {"ok": True, "message_ts": f"1700000001.{next(self._ts):06d}"}
+
+    def _views_publish(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
+        view = params.get("view")
+        if isinstance(view, str):
+            view = json.loads(view)
+        if not view or len(view.get("blocks", [])) > 100:
+            return {"ok": False, "error": "invalid_arguments"}
+        return {"ok": True, "view": {"id": "V1"}}
+
+    def _users_info(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
+        user_id = str(params.get("user"))
+        user = {"id": user_id, "name": user_id.lower(), "team_id": team, "is_admin": False, "is_owner": False}
+        user.update(self.users.get(user_id, {}))
+        return {"ok": True, "user": user}
+
+    def _files_getUploadURLExternal(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
+        file_id = f"F{next(self._ts)}"
+        return {"ok": True, "upload_url": f"{self.base}/upload/{file_id}", "file_id": file_id}
+
+    def _files_completeUploadExternal(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
+        files = params.get("files")
+        if isinstance(files, str):
+            files = json.loads(files)
+        channel = params.get("channel_id")
+        if channel and self._check_channel(str(channel)):
+            return {"ok": False, "error": self._check_channel(str(channel))}
+        missing = [f["id"] for f in files or [] if f["id"] not in self.uploads]
+        if missing:
+            return {"ok": False, "error": "file_not_found"}
+        return {"ok": True, "files": [{"id": f["id"], "title": f.get("title")} for f in files or []]}
+
+    # ---------------------------------------------------- response_url, upload
+
+    async def _respond(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self._record(Call("response_url", body, None, "POST"))
+        return web.Response(text="ok")
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        data = await request.read()
+        self.uploads[request.match_info["file_id"]] = data
+        self._record(Call("upload", {"file_id": request.match_info["file_id"], "size": len(data)}, None, "POST"))
+        return web.Response(text="OK")
+
+    # -------------------------------------------------------------- Socket Mode
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._sockets.append(ws)
+        self.connections += 1
+        self._changed.set()
+        await ws.send_str(json.dumps({"type": "hello", "num_connections": 1, "debug_info": {"host": "fake"}}))
+        try:
+            async for message in ws:
+                if message.type == WSMsgType.TEXT:
+                    data = json.loads(message.data)
+                    if "envelope_id" in data:
+                        self.acks[data["envelope_id"]] = data.get("payload") or {}
+                        self._record(Call("socket_ack", data, None, "WS"))
+        finally:
+            self._sockets.remove(ws)
+        return ws
+
+    async def wait_connected(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not self._sockets:
+            if time.monotonic() > deadline:
+                raise AssertionError("the Socket Mode client never connected")
+            await asyncio.sleep(0.02)
+
+    async def push(self, kind: str, payload: dict[str, Any], retry_attempt: int = 0) -> str:
+        """Send one envelope (events_api, slash_commands, interactive) to the connected client."""
+        envelope_id = f"env-{next(self._ts)}"
+        envelope = {
+            "envelope_id": envelope_id,
+            "type": kind,
+            "payload": payload,
+            "accepts_response_payload": kind != "events_api",
+            "retry_attempt": retry_attempt,
+            "retry_reason": "timeout" if retry_attempt else "",
+        }
+        await self._sockets[-1].send_str(json.dumps(envelope))
+        return envelope_id
+
+    async def wait_ack(self, envelope_id: str, timeout: float = 5.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while envelope_id not in self.acks:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"envelope {envelope_id} was never acked")
+            await asyncio.sleep(0.02)
+        return self.acks[envelope_id]
+
+
+# ------------------------------------------------------------- signed requests
+
+
+def sign(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
+    """The headers Slack sends with a request: v0 signature over `v0:{timestamp}:{body}`."""
+    stamp = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": f"v0={digest}"}
+
+
+def command_body(command: str, text: str, user: str, team: str, channel: str, response_url: str) -> str:
+    return urllib.parse.urlencode(
+        {
+            "command": command,
+            "text": text,
+            "user_id": user,
+            "user_name": user.lower(),
+            "team_id": team,
+            "team_domain": team.lower(),
+            "channel_id": channel,
+            "channel_name": channel.lower(),
+            "response_url": response_url,
+            "trigger_id": "trig.1",
+            "api_app_id": "A1",
+        }
+    )
+
+
+def command_payload(command: str, text: str, user: str, team: str, channel: str, response_url: str) -> dict[str, str]:
+    return dict(urllib.parse.parse_qsl(command_body(command, text, user, team, channel, response_url)))
+
+
+def click_payload(
+    action_id: str,
+    user: str,
+    team: str,
+    channel: str,
+    ts: str,
+    response_url: str,
+    user_team: str | None = None,
+    ephemeral: bool = False,
+) -> dict[str, Any]:
+    """A block_actions payload. `team` is the workspace of the message (Slack puts the host's
+    id there even when the clicking user is a Slack Connect member of `user_team`)."""
+    return {
+        "type": "block_actions",
+        "api_app_id": "A1",
+        "team": {"id": team, "domain": team.lower()},
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": user_team or team},
+        "channel": {"id": channel, "name": channel.lower()},
+        "container": {"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": ephemeral},
+        "message": {"ts": ts, "type": "message"},
+        "response_url": response_url,
+        "trigger_id": "trig.2",
+        "actions": [
+            {
+                "type": "button",
+                "action_id": action_id,
+                "block_id": "b1",
+                "value": action_id,
+                "action_ts": "1700000100.000001",
+            }
+        ],
+    }
+
+
+def form_payload(payload: dict[str, Any]) -> str:
+    return urllib.parse.urlencode({"payload": json.dumps(payload)})
+
+
+def event_body(event: dict[str, Any], team: str, event_id: str) -> dict[str, Any]:
+    return {
+        "token": "legacy",
+        "team_id": team,
+        "api_app_id": "A1",
+        "event": event,
+        "type": "event_callback",
+        "event_id": event_id,
+        "event_time": 1700000000,
+        "authorizations": [{"team_id": team, "user_id": f"UB{team}", "is_bot": True}],
+    }

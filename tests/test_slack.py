@@ -1,0 +1,768 @@
+"""The Slack adapter end to end: the real Bolt AsyncApp (HTTP on 127.0.0.1 with signed
+requests, and Socket Mode against a local websocket) with a fake Slack Web API, real SQLite,
+the real engine and outbox. Assertions are on the calls that reached the fake."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from bot.config import Settings
+from bot.core import choices as codec
+from bot.core.bank import Bank
+from bot.core.engine import StudyEngine
+from bot.core.values import (
+    ChannelRef,
+    CommunityRef,
+    DemoFailedCard,
+    DemoProgressCard,
+    DemoResultCard,
+    UserRef,
+)
+from bot.platforms.launch import choose_platforms
+from bot.platforms.runtime import Runtime
+from bot.platforms.slack import COMMANDS, EVENTS, SlackBot
+from bot.platforms.slack.app import CONFIG_COMMAND, send_failed
+from bot.store.database import Database
+from bot.store.repository import SqlStore
+from tests.conftest import ROOT, TEST_BANK, FakeClock
+from tests.fakes.slack_api import (
+    FakeSlack,
+    click_payload,
+    command_body,
+    command_payload,
+    event_body,
+    form_payload,
+    sign,
+)
+
+SECRET = "test-signing-secret"
+MANIFEST = ROOT / "bot" / "platforms" / "slack" / "manifest.yml"
+
+
+@pytest.fixture(autouse=True)
+def _no_slack_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Bolt reads SLACK_* from the environment when an argument is None.
+    for name in (
+        "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "SLACK_CLIENT_ID",
+        "SLACK_CLIENT_SECRET",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@dataclass
+class Slack:
+    fake: FakeSlack
+    bot: SlackBot
+    engine: StudyEngine
+    runtime: Runtime
+    clock: FakeClock
+    url: str
+    session: aiohttp.ClientSession
+    settings: Settings
+
+    async def post(
+        self, body: str, content_type: str, secret: str = SECRET, timestamp: int | None = None, retry: int = 0
+    ) -> aiohttp.ClientResponse:
+        headers = {"Content-Type": content_type, **sign(secret, body, timestamp)}
+        if retry:
+            headers["X-Slack-Retry-Num"] = str(retry)
+            headers["X-Slack-Retry-Reason"] = "http_timeout"
+        async with self.session.post(self.url, data=body.encode(), headers=headers) as response:
+            await response.read()
+            return response
+
+    async def command(
+        self, command: str, text: str = "", user: str = "U1", team: str = "T1", channel: str = "C1", **kw: Any
+    ) -> aiohttp.ClientResponse:
+        body = command_body(command, text, user, team, channel, self.fake.response_url(f"{command[1:]}-{user}"))
+        return await self.post(body, "application/x-www-form-urlencoded", **kw)
+
+    async def click(self, payload: dict[str, Any], **kw: Any) -> aiohttp.ClientResponse:
+        return await self.post(form_payload(payload), "application/x-www-form-urlencoded", **kw)
+
+    async def event(self, event: dict[str, Any], event_id: str, team: str = "T1", **kw: Any) -> aiohttp.ClientResponse:
+        return await self.post(json.dumps(event_body(event, team, event_id)), "application/json", **kw)
+
+    async def open_daily(self, channel: str = "C1", team: str = "T1") -> tuple[int, str]:
+        """Open today's round and deliver it; returns (round id, its message ts)."""
+        card = self.engine.open_daily(ChannelRef("slack", team, channel))
+        assert await self.runtime.deliver_now("slack") >= 1
+        post = [c for c in self.fake.of("chat.postMessage") if c.params["channel"] == channel][-1]
+        ts = next(
+            ts for (ch, ts), m in self.fake.messages.items() if ch == channel and m["blocks"] == post.params["blocks"]
+        )
+        return card.round_id, ts  # type: ignore[union-attr]
+
+
+def settings_for(fake: FakeSlack, db_url: str, **extra: Any) -> Settings:
+    values: dict[str, Any] = {
+        "_env_file": None,
+        "database_url": db_url,
+        "questions_dir": TEST_BANK,
+        "slack_api_url": fake.api_url,
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_BOT_TOKEN": "xoxb-one",
+    }
+    values.update(extra)
+    return Settings(**values)
+
+
+@pytest.fixture
+async def slack(sqlite_url: str, test_bank: Bank, clock: FakeClock) -> AsyncIterator[Slack]:
+    fake = await FakeSlack().start()
+    database = Database(sqlite_url)
+    engine = StudyEngine(SqlStore(database), test_bank, clock=clock)
+    runtime = Runtime(engine, ("slack",), bridge_threads=4)
+    settings = settings_for(fake, sqlite_url, slack_config_users="UALLOWED")
+    bot = SlackBot(settings, runtime)
+    port = await bot.start_http("127.0.0.1", 0)
+    session = aiohttp.ClientSession()
+    engine.config(CommunityRef("slack", "T1"), "channel", "C1")
+    try:
+        yield Slack(fake, bot, engine, runtime, clock, f"http://127.0.0.1:{port}/slack/events", session, settings)
+    finally:
+        await session.close()
+        await bot.close()
+        await runtime.stop()
+        await fake.stop()
+        database.dispose()
+
+
+def ephemerals(fake: FakeSlack, user: str) -> list[dict[str, Any]]:
+    return [c.params for c in fake.of("chat.postEphemeral") if c.params.get("user") == user]
+
+
+def block_text(params: dict[str, Any]) -> str:
+    blocks = params.get("blocks") or []
+    if isinstance(blocks, str):
+        blocks = json.loads(blocks)
+    parts = [params.get("text") or ""]
+    for block in blocks:
+        parts.append((block.get("text") or {}).get("text", ""))
+        parts.extend(e.get("text", "") for e in block.get("elements", []) if isinstance(e.get("text", ""), str))
+    return "\n".join(parts)
+
+
+def action_ids(params: dict[str, Any]) -> list[str]:
+    blocks = params.get("blocks") or []
+    return [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
+
+
+def answer_index(engine: StudyEngine, round_id: int, correct: bool) -> int:
+    """The shown index of the right (or a wrong) choice of a round."""
+    with engine.store.read() as tx:
+        row = tx.get_round(round_id)
+    question = engine.bank.get(row.question_id)
+    assert question is not None
+    order = codec.parse_order(row.choice_order, len(question.choices))
+    right = order.index(question.answer_index)
+    return right if correct else (right + 1) % len(order)
+
+
+# ---------------------------------------------------------------- daily round
+
+
+async def test_daily_round_clicks_scored_once_and_reveal_updates_question(slack: Slack) -> None:
+    round_id, ts = await slack.open_daily()
+    post = slack.fake.of("chat.postMessage")[0]
+    assert post.token == "xoxb-one" and post.params["channel"] == "C1"
+    right = answer_index(slack.engine, round_id, True)
+    wrong = answer_index(slack.engine, round_id, False)
+    assert codec.encode_answer(round_id, right) in action_ids(post.params)
+
+    right_id = codec.encode_answer(round_id, right)
+    wrong_id = codec.encode_answer(round_id, wrong)
+    url = slack.fake.response_url("click")
+    # U1 double clicks the right answer (the second as a retry), U2 picks a wrong one, U3 is a
+    # Slack Connect member from another workspace answering in T1's channel.
+    responses = await asyncio.gather(
+        slack.click(click_payload(right_id, "U1", "T1", "C1", ts, url)),
+        slack.click(click_payload(right_id, "U1", "T1", "C1", ts, url), retry=1),
+        slack.click(click_payload(wrong_id, "U2", "T1", "C1", ts, url)),
+        slack.click(click_payload(right_id, "U3", "T1", "C1", ts, url, user_team="TOTHER")),
+    )
+    assert [r.status for r in responses] == [200, 200, 200, 200]
+    await slack.fake.wait_for("chat.postEphemeral", 4)
+    u1 = [block_text(p) for p in ephemerals(slack.fake, "U1")]
+    assert len(u1) == 2 and sum("Correct!" in t for t in u1) == 1 and sum("already answered" in t for t in u1) == 1
+    assert "Not quite" in block_text(ephemerals(slack.fake, "U2")[0])
+    assert "Correct!" in block_text(ephemerals(slack.fake, "U3")[0])
+    # one answer each, scored once; the Slack Connect member in the host's community
+    assert slack.engine.score(UserRef("slack", "T1", "U1", "u1")).total_points > 0
+    assert slack.engine.score(UserRef("slack", "T1", "U3", "u3")).daily.answered == 1
+    assert slack.engine.score(UserRef("slack", "TOTHER", "U3", "u3")).daily.answered == 0
+    rows = slack.engine.export_rows(CommunityRef("slack", "T1"))
+    assert sorted(r["user_id"] for r in rows) == ["U1", "U2", "U3"]
+    # each answer refreshed the answerer's App Home
+    await slack.fake.wait_for("views.publish", 3)
+
+    # the window closes: the question is edited in place (no buttons, counts), the reveal threads under it
+    slack.clock.advance(hours=13)
+    assert len(slack.engine.close_due()) == 1
+    assert await slack.runtime.deliver_now("slack") == 1
+    update = slack.fake.of("chat.update")[0].params
+    assert (update["channel"], update["ts"]) == ("C1", ts)
+    assert action_ids(update) == []
+    assert "2 picked (the answer)" in block_text(update) and "1 picked" in block_text(update)
+    reveal = slack.fake.of("chat.postMessage")[-1].params
+    assert reveal["thread_ts"] == ts and "Answer to #" in block_text(reveal)
+    # a click after the close is not scored
+    await slack.click(click_payload(wrong_id, "U4", "T1", "C1", ts, url))
+    await slack.fake.wait_for("chat.postEphemeral", 5)
+    assert "closed" in block_text(ephemerals(slack.fake, "U4")[0])
+    # and nothing is posted twice
+    assert await slack.runtime.deliver_now("slack") == 0
+    assert len(slack.fake.of("chat.postMessage")) == 2
+
+
+async def test_thread_reply_answers_once_under_retries(slack: Slack) -> None:
+    round_id, ts = await slack.open_daily()
+    right = answer_index(slack.engine, round_id, True)
+    letter = "abcde"[right]
+    reply = {
+        "type": "message",
+        "user": "U5",
+        "text": letter,
+        "channel": "C1",
+        "ts": "1700000500.000001",
+        "thread_ts": ts,
+    }
+    first = await slack.event(reply, "Ev1")
+    again = await slack.event(reply, "Ev1", retry=1)
+    assert first.status == 200 and again.status == 200
+    sent = await slack.fake.wait_for("chat.postEphemeral", 1)
+    await asyncio.sleep(0.3)
+    assert len(slack.fake.of("chat.postEphemeral")) == 1
+    assert sent[0].params["thread_ts"] == ts and sent[0].params["user"] == "U5"
+    assert "Correct!" in block_text(sent[0].params)
+    rows = slack.engine.export_rows(CommunityRef("slack", "T1"))
+    assert [(r["user_id"], r["user"]) for r in rows] == [("U5", "u5")]  # its name from users.info
+    # chat in the channel (not in a thread), bot messages and edits are not answers
+    for n, event in enumerate(
+        [
+            {"type": "message", "user": "U6", "text": "a", "channel": "C1", "ts": "1700000600.000001"},
+            {"type": "message", "bot_id": "B9", "text": "a", "channel": "C1", "ts": "1.2", "thread_ts": ts},
+            {"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1.3", "thread_ts": ts},
+        ]
+    ):
+        assert (await slack.event(event, f"EvX{n}")).status == 200
+    await asyncio.sleep(0.3)
+    assert len(slack.fake.of("chat.postEphemeral")) == 1
+
+
+# ----------------------------------------------------------------- signatures
+
+
+async def test_bad_signature_and_old_timestamp_get_401_and_reach_no_listener(slack: Slack) -> None:
+    wrong = await slack.command("/score", secret="not-the-secret")
+    old = await slack.command("/score", timestamp=int(time.time()) - 6 * 60)
+    assert (wrong.status, old.status) == (401, 401)
+    good = await slack.command("/score")
+    assert good.status == 200
+    await slack.fake.wait_for("response_url", 1)
+    await asyncio.sleep(0.3)
+    assert len(slack.fake.of("response_url")) == 1  # only the signed one reached a listener
+
+
+# ------------------------------------------------------------------- commands
+
+
+async def test_commands_answer_privately(slack: Slack) -> None:
+    for command, text in [("/score", ""), ("/leaderboard", "all"), ("/studybot-help", ""), ("/review", "")]:
+        assert (await slack.command(command, text)).status == 200
+    replies = [c.params for c in await slack.fake.wait_for("response_url", 4)]
+    assert all(r["response_type"] == "ephemeral" for r in replies)
+    texts = [block_text(r) for r in replies]
+    assert any("points in" in t for t in texts)
+    assert any("All-time leaderboard" in t for t in texts)
+    assert any(CONFIG_COMMAND in t and "/quiz" in t for t in texts)
+    assert any("No reviews are due" in t for t in texts)
+
+    # /quiz: a private question with buttons; its click answers through the response_url
+    await slack.command("/quiz", "", user="U7")
+    quiz = (await slack.fake.wait_for("response_url", 5))[-1].params
+    ids = action_ids(quiz)
+    assert ids and all(codec.decode_answer(i) for i in ids)
+    round_id = codec.decode_answer(ids[0])[0]  # type: ignore[index]
+    click = click_payload(ids[0], "U7", "T1", "C1", "1.1", slack.fake.response_url("q"), ephemeral=True)
+    await slack.click(click)
+    feedback = (await slack.fake.wait_for("response_url", 6))[-1].params
+    assert feedback["replace_original"] is False and (
+        "Correct!" in block_text(feedback) or "Not quite" in block_text(feedback)
+    )
+    assert slack.engine.score(UserRef("slack", "T1", "U7", "u7")).practice.answered == 1
+    assert round_id > 0
+
+    # /forget-me asks first, then deletes
+    await slack.command("/forget-me", "", user="U7")
+    await slack.command("/forget-me", "confirm", user="U7")
+    replies = [block_text(c.params) for c in await slack.fake.wait_for("response_url", 8)]
+    assert "/forget-me confirm" in replies[-2] and "Done: 1 answer" in replies[-1]
+
+
+async def test_config_needs_an_admin_or_the_allow_list(slack: Slack) -> None:
+    slack.fake.users["UADMIN"] = {"is_admin": True}
+    await slack.command(CONFIG_COMMAND, "time 07:30", user="UPLAIN")
+    refused = (await slack.fake.wait_for("response_url", 1))[-1].params
+    assert "Only workspace admins and owners" in block_text(refused)
+    assert slack.fake.of("users.info")[-1].params["user"] == "UPLAIN"
+    assert dict(slack.engine.config(CommunityRef("slack", "T1")).settings)["daily_time"] != "07:30"
+
+    await slack.command(CONFIG_COMMAND, "channel <#C9|study>", user="UADMIN")
+    await slack.command(CONFIG_COMMAND, "time 07:30", user="UALLOWED")  # on the operator's allow-list
+    await slack.fake.wait_for("response_url", 3)
+    settings = dict(slack.engine.config(CommunityRef("slack", "T1")).settings)
+    assert settings["channel"] == "C9" and settings["daily_time"] == "07:30"
+    assert "UALLOWED" not in [c.params["user"] for c in slack.fake.of("users.info")]
+
+    # anyone may look; post-now opens today's round, which the outbox posts in C9
+    await slack.command(CONFIG_COMMAND, "show", user="UPLAIN")
+    await slack.command(CONFIG_COMMAND, "post-now", user="UADMIN")
+    replies = [block_text(c.params) for c in await slack.fake.wait_for("response_url", 5)]
+    assert "Settings of" in replies[-2] and "Today's round #" in replies[-1]
+    await slack.runtime.deliver_now("slack")
+    assert slack.fake.of("chat.postMessage")[-1].params["channel"] == "C9"
+
+
+async def test_uninstall_pauses_the_community(slack: Slack) -> None:
+    response = await slack.event({"type": "app_uninstalled"}, "EvU")
+    assert response.status == 200
+    for _ in range(50):
+        if dict(slack.engine.config(CommunityRef("slack", "T1")).settings)["paused"] == "on":
+            break
+        await asyncio.sleep(0.05)
+    assert dict(slack.engine.config(CommunityRef("slack", "T1")).settings)["paused"] == "on"
+    assert slack.fake.of("auth.test") == [] or all(c.params == {} for c in slack.fake.of("auth.test"))
+
+
+# ------------------------------------------------------------------- delivery
+
+
+async def test_ratelimited_post_is_retried_after_retry_after(slack: Slack) -> None:
+    slack.fake.fail("chat.postMessage", "ratelimited", status=429, retry_after=300)
+    slack.engine.open_daily(ChannelRef("slack", "T1", "C1"))
+    assert await slack.runtime.deliver_now("slack") == 0
+    alerts = slack.engine.undelivered(CommunityRef("slack", "T1"))
+    assert len(alerts) == 1 and "ratelimited" in alerts[0]
+    slack.clock.advance(seconds=120)  # past the 60 s backoff but not Slack's Retry-After
+    assert await slack.runtime.deliver_now("slack") == 0
+    slack.clock.advance(seconds=200)
+    assert await slack.runtime.deliver_now("slack") == 1
+    assert len(slack.fake.of("chat.postMessage")) == 2  # the 429 and the post
+
+
+async def test_channel_not_found_is_given_up_and_shown_in_config(slack: Slack) -> None:
+    slack.engine.config(CommunityRef("slack", "T1"), "channel", "CGONE")
+    slack.engine.open_daily(ChannelRef("slack", "T1", "CGONE"))
+    assert await slack.runtime.deliver_now("slack") == 0
+    slack.clock.advance(hours=1)
+    assert await slack.runtime.deliver_now("slack") == 0
+    assert len(slack.fake.of("chat.postMessage")) == 1  # given up at once
+    await slack.command(CONFIG_COMMAND, "", user="UALLOWED")
+    shown = block_text((await slack.fake.wait_for("response_url", 1))[-1].params)
+    assert "Could not post the daily round" in shown and "channel_not_found" in shown
+
+
+def test_send_failed_mapping() -> None:
+    from slack_sdk.errors import SlackApiError
+    from slack_sdk.web.slack_response import SlackResponse
+
+    def error(name: str, status: int = 200, headers: dict[str, str] | None = None) -> SlackApiError:
+        response = SlackResponse(
+            client=None,
+            http_verb="POST",
+            api_url="x",
+            req_args={},
+            data={"ok": False, "error": name},
+            headers=headers or {},
+            status_code=status,
+        )
+        return SlackApiError(name, response)
+
+    assert send_failed(error("not_in_channel")).permanent
+    assert send_failed(error("missing_scope")).permanent
+    limited = send_failed(error("ratelimited", 429, {"Retry-After": "30"}))
+    assert (limited.permanent, limited.retry_after) == (False, 30.0)
+    assert not send_failed(error("internal_error", 500)).permanent
+    assert not send_failed(aiohttp.ClientConnectionError("reset")).permanent
+
+
+# ------------------------------------------------------------------ App Home
+
+
+async def test_app_home_published_with_a_review_button(slack: Slack) -> None:
+    round_id, ts = await slack.open_daily()
+    wrong = codec.encode_answer(round_id, answer_index(slack.engine, round_id, False))
+    await slack.click(click_payload(wrong, "U8", "T1", "C1", ts, slack.fake.response_url()))
+    await slack.fake.wait_for("views.publish", 1)
+    slack.clock.advance(days=2)  # the missed question's review falls due
+    await slack.event({"type": "app_home_opened", "user": "U8", "channel": "D8", "tab": "home"}, "EvH")
+    view = (await slack.fake.wait_for("views.publish", 2))[-1].params
+    assert view["user_id"] == "U8"
+    text = block_text(view["view"])
+    assert "Reviews due: 1" in text and "Leaderboard for" in text
+    assert "sb1:home:review" in action_ids(view["view"])
+    await slack.click(click_payload("sb1:home:review", "U8", "T1", "D8", "1.1", slack.fake.response_url()))
+    dm = (await slack.fake.wait_for("chat.postMessage", 1, channel="U8"))[-1].params
+    assert "Review #" in block_text(dm) and action_ids(dm)
+
+
+# ----------------------------------------------------------------------- demo
+
+
+async def test_demo_result_progress_and_failure_render(slack: Slack, tmp_path: Path) -> None:
+    # /demo: queued with a channel message whose reference the job keeps (progress and the result edit it)
+    await slack.command("/demo", "checkpoint layers=4", user="U1")
+    announced = (await slack.fake.wait_for("chat.postMessage", 1, channel="C1"))[-1].params
+    assert "Demo #" in block_text(announced)
+    for _ in range(50):
+        jobs = slack.engine.demo_jobs()
+        if jobs and jobs[0].message_ref:
+            break
+        await asyncio.sleep(0.05)
+    assert jobs[0].message_ref and jobs[0].message_ref.startswith("C1:1700000000.")
+    # a second one at once is refused privately (the member's cooldown)
+    await slack.command("/demo", "checkpoint layers=4", user="U1")
+    refused = (await slack.fake.wait_for("response_url", 1))[-1].params
+    assert refused["response_type"] == "ephemeral" and block_text(refused).strip()
+    assert len(slack.fake.of("chat.postMessage")) == 1
+
+    queued = slack.fake._chat_postMessage("T1", {"channel": "C1", "text": "queued"})
+    ref = f"C1:{queued['ts']}"
+    await slack.bot.show_progress(
+        DemoProgressCard(
+            7,
+            "demos.checkpoint",
+            ChannelRef("slack", "T1", "C1"),
+            ref,
+            "Peak memory",
+            ("strategy", "peak"),
+            (("none", "1.0 GiB"),),
+            1,
+            2,
+        )
+    )
+    progress = slack.fake.of("chat.update")[-1].params
+    assert progress["ts"] == queued["ts"] and "1 of 2 measured" in block_text(progress)
+
+    chart = tmp_path / "chart.png"
+    chart.write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 64)
+    result = DemoResultCard(
+        "demos.checkpoint",
+        "Peak memory by strategy",
+        ("strategy", "peak"),
+        (("none", "1.0 GiB"), ("block", "0.4 GiB")),
+        ("Checkpointing trades compute for memory.",),
+        str(chart),
+        3.2,
+        job_id=7,
+        message_ref=ref,
+    )
+    assert await slack.bot.send(ChannelRef("slack", "T1", "C1"), result) == ref
+    done = slack.fake.of("chat.update")[-1].params
+    assert "block" in block_text(done) and "```" in block_text(done)
+    uploaded = slack.fake.of("upload")
+    assert len(uploaded) == 1 and uploaded[0].params["size"] == chart.stat().st_size
+    complete = slack.fake.of("files.completeUploadExternal")[-1].params
+    assert complete["channel_id"] == "C1" and complete["thread_ts"] == queued["ts"]
+
+    failed = DemoFailedCard(8, "demos.checkpoint", "it ran out of time", message_ref=None)
+    ref2 = await slack.bot.send(ChannelRef("slack", "T1", "C1"), failed)
+    assert ref2 and "did not finish" in block_text(slack.fake.of("chat.postMessage")[-1].params)
+
+
+# ------------------------------------------------------------------ bad input
+
+
+async def test_bad_input_gets_a_clear_private_answer(slack: Slack) -> None:
+    round_id, ts = await slack.open_daily()
+    url = slack.fake.response_url("bad")
+    await slack.click(click_payload("something-else", "U1", "T1", "C1", ts, url))
+    await slack.click(click_payload("sb1:a:99999:0", "U1", "T1", "C1", ts, url))
+    texts = [block_text(c.params) for c in await slack.fake.wait_for("chat.postEphemeral", 2)]
+    assert any("not one of this bot's answer buttons" in t for t in texts)
+    assert any("no question #99999" in t for t in texts)
+    empty = click_payload("x", "U1", "T1", "C1", ts, url)
+    empty["actions"] = []
+    assert (await slack.click(empty)).status == 200
+    # the bot is not in C3: feedback goes through the click's response_url instead
+    right = codec.encode_answer(round_id, answer_index(slack.engine, round_id, True))
+    await slack.click(click_payload(right, "U2", "T1", "C3", ts, url))
+    fallback = (await slack.fake.wait_for("response_url", 1))[-1].params
+    assert "Correct!" in block_text(fallback) and fallback["response_type"] == "ephemeral"
+    # a rate-limited reply is logged and the user told when possible; nothing crashes
+    slack.fake.fail("chat.postEphemeral", "ratelimited", status=429, retry_after=1)
+    await slack.click(click_payload(right, "U9", "T1", "C1", ts, url))
+    busy = (await slack.fake.wait_for("response_url", 2))[-1].params
+    assert "Correct!" in block_text(busy)
+    assert slack.engine.score(UserRef("slack", "T1", "U9", "u9")).daily.answered == 1
+
+
+# ---------------------------------------------------------------- Socket Mode
+
+
+async def test_socket_mode_same_flow(sqlite_url: str, test_bank: Bank, clock: FakeClock) -> None:
+    fake = await FakeSlack().start()
+    database = Database(sqlite_url)
+    engine = StudyEngine(SqlStore(database), test_bank, clock=clock)
+    runtime = Runtime(engine, ("slack",), bridge_threads=2)
+    settings = settings_for(fake, sqlite_url, SLACK_APP_TOKEN="xapp-one", SLACK_SIGNING_SECRET=None)
+    bot = SlackBot(settings, runtime)
+    task = asyncio.create_task(bot.run())
+    try:
+        await fake.wait_connected()
+        assert fake.of("apps.connections.open")[0].token == "xapp-one"
+        card = engine.open_daily(ChannelRef("slack", "T1", "C1"))
+        await runtime.deliver_now("slack")
+        ts = next(ts for (channel, ts) in fake.messages if channel == "C1")
+        button = codec.encode_answer(card.round_id, 0)  # type: ignore[union-attr]
+        envelope = await fake.push("interactive", click_payload(button, "U1", "T1", "C1", ts, fake.response_url()))
+        await fake.wait_ack(envelope)
+        again = await fake.push("interactive", click_payload(button, "U1", "T1", "C1", ts, fake.response_url()))
+        await fake.wait_ack(again)
+        feedback = await fake.wait_for("chat.postEphemeral", 2)
+        assert sum("already answered" in block_text(c.params) for c in feedback) == 1
+        command = await fake.push(
+            "slash_commands", command_payload("/score", "", "U1", "T1", "C1", fake.response_url())
+        )
+        await fake.wait_ack(command)
+        score = (await fake.wait_for("response_url", 1))[-1].params
+        assert "points in" in block_text(score)
+        event = event_body({"type": "app_home_opened", "user": "U1", "tab": "home"}, "T1", "EvS")
+        first = await fake.push("events_api", event)
+        retried = await fake.push("events_api", event, retry_attempt=1)
+        await fake.wait_ack(first)
+        await fake.wait_ack(retried)
+        await fake.wait_for("views.publish", 2)  # one after the click, one for the home tab
+        await asyncio.sleep(0.3)
+        assert len(fake.of("views.publish")) == 2  # the retry was not handled twice
+        assert len(engine.export_rows(CommunityRef("slack", "T1"))) == 1
+    finally:
+        await bot.close()
+        await asyncio.wait_for(task, 5)
+        await runtime.stop()
+        await fake.stop()
+        database.dispose()
+
+
+# ---------------------------------------------------------------------- OAuth
+
+
+async def test_oauth_install_of_a_second_workspace_keeps_its_rounds(
+    sqlite_url: str, test_bank: Bank, clock: FakeClock
+) -> None:
+    fake = await FakeSlack(tokens={"xoxb-one": "T1", "xoxb-two": "T2"}).start()
+    for team, token in (("T1", "xoxb-one"), ("T2", "xoxb-two")):
+        fake.installs[f"code-{team}"] = {
+            "ok": True,
+            "app_id": "A1",
+            "authed_user": {"id": f"UI{team}"},
+            "scope": "chat:write,commands",
+            "token_type": "bot",
+            "access_token": token,
+            "bot_user_id": f"UB{team}",
+            "team": {"id": team, "name": f"Team {team}"},
+            "enterprise": None,
+            "is_enterprise_install": False,
+        }
+    database = Database(sqlite_url)
+    engine = StudyEngine(SqlStore(database), test_bank, clock=clock)
+    runtime = Runtime(engine, ("slack",), bridge_threads=2)
+    settings = settings_for(
+        fake, sqlite_url, SLACK_BOT_TOKEN=None, SLACK_CLIENT_ID="111.222", SLACK_CLIENT_SECRET="client-secret"
+    )
+    assert choose_platforms(settings, None) == ("slack",)
+    bot = SlackBot(settings, runtime)
+    port = await bot.start_http("127.0.0.1", 0)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            for team in ("T1", "T2"):
+                async with session.get(f"{base}/slack/install", allow_redirects=False) as page:
+                    assert page.status in (200, 302)
+                    cookie = page.headers["Set-Cookie"].split(";")[0]
+                    state = cookie.split("=", 1)[1]
+                    assert "client_id=111.222" in (await page.text() + page.headers.get("Location", ""))
+                async with session.get(
+                    f"{base}/slack/oauth_redirect?code=code-{team}&state={state}",
+                    headers={"Cookie": cookie},
+                    allow_redirects=False,
+                ) as done:
+                    assert done.status == 200, await done.text()
+            exchanged = fake.of("oauth.v2.access")
+            assert [c.params["code"] for c in exchanged] == ["code-T1", "code-T2"]
+            with database.read() as conn:
+                teams = sorted(r[0] for r in conn.execute(sa.text("SELECT team_id FROM slack_bots")))
+            assert teams == ["T1", "T2"]
+
+            # the second workspace's round goes out with its own token, to its own channel
+            engine.config(CommunityRef("slack", "T2"), "channel", "C2")
+            card2 = engine.open_daily(ChannelRef("slack", "T2", "C2"))
+            card1 = engine.open_daily(ChannelRef("slack", "T1", "C1"))
+            assert await runtime.deliver_now("slack") == 2
+            posts = {c.params["channel"]: c.token for c in fake.of("chat.postMessage")}
+            assert posts == {"C1": "xoxb-one", "C2": "xoxb-two"}
+            assert card1.round_id != card2.round_id  # type: ignore[union-attr]
+
+            # a command from T2 is authorized with T2's installation and answers in T2's community
+            body = command_body("/score", "", "U2", "T2", "C2", fake.response_url("t2"))
+            headers = {"Content-Type": "application/x-www-form-urlencoded", **sign(SECRET, body)}
+            async with session.post(f"{base}/slack/events", data=body, headers=headers) as response:
+                assert response.status == 200
+            await fake.wait_for("response_url", 1)
+            ts2 = next(ts for (ch, ts) in fake.messages if ch == "C2")
+            button = codec.encode_answer(card2.round_id, 0)  # type: ignore[union-attr]
+            click = form_payload(click_payload(button, "U2", "T2", "C2", ts2, fake.response_url("c")))
+            headers = {"Content-Type": "application/x-www-form-urlencoded", **sign(SECRET, click)}
+            async with session.post(f"{base}/slack/events", data=click, headers=headers) as response:
+                assert response.status == 200
+            ephemeral = (await fake.wait_for("chat.postEphemeral", 1))[-1]
+            assert ephemeral.token == "xoxb-two"
+            assert [r["user_id"] for r in engine.export_rows(CommunityRef("slack", "T2"))] == ["U2"]
+            assert engine.export_rows(CommunityRef("slack", "T1")) == []
+
+            # uninstalling T2 pauses it and forgets its tokens; T1 goes on
+            event = json.dumps(event_body({"type": "app_uninstalled"}, "T2", "EvUn"))
+            headers = {"Content-Type": "application/json", **sign(SECRET, event)}
+            async with session.post(f"{base}/slack/events", data=event, headers=headers) as response:
+                assert response.status == 200
+            for _ in range(50):
+                with database.read() as conn:
+                    left = sorted(r[0] for r in conn.execute(sa.text("SELECT team_id FROM slack_bots")))
+                if left == ["T1"]:
+                    break
+                await asyncio.sleep(0.05)
+            assert left == ["T1"]
+            assert dict(engine.config(CommunityRef("slack", "T2")).settings)["paused"] == "on"
+            assert dict(engine.config(CommunityRef("slack", "T1")).settings)["paused"] == "off"
+    finally:
+        await bot.close()
+        await runtime.stop()
+        await fake.stop()
+        database.dispose()
+
+
+def test_migration_matches_the_library_tables(sqlite_url: str) -> None:
+    from slack_sdk.oauth.installation_store.sqlalchemy import SQLAlchemyInstallationStore
+    from slack_sdk.oauth.state_store.sqlalchemy import SQLAlchemyOAuthStateStore
+
+    metadata = sa.MetaData()
+    expected = [
+        SQLAlchemyInstallationStore.build_installations_table(metadata, "slack_installations"),
+        SQLAlchemyInstallationStore.build_bots_table(metadata, "slack_bots"),
+        SQLAlchemyOAuthStateStore.build_oauth_states_table(metadata, "slack_oauth_states"),
+    ]
+    inspector = sa.inspect(sa.create_engine(sqlite_url))
+    for table in expected:
+        migrated = {c["name"]: c for c in inspector.get_columns(table.name)}
+        assert set(migrated) == {c.name for c in table.columns}, table.name
+        for column in table.columns:
+            assert migrated[column.name]["nullable"] == column.nullable, (table.name, column.name)
+
+
+# ------------------------------------------------------------------- manifest
+
+
+async def test_manifest_declares_exactly_what_is_handled(slack: Slack) -> None:
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    commands = {c["command"] for c in manifest["features"]["slash_commands"]}
+    events = {e.split(".")[0] for e in manifest["settings"]["event_subscriptions"]["bot_events"]}
+    assert commands == set(COMMANDS)
+    assert events == set(EVENTS)
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True
+    assert manifest["settings"]["socket_mode_enabled"] is True
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    from bot.platforms.slack.oauth import BOT_SCOPES
+
+    assert scopes == set(BOT_SCOPES)
+    # every declared command and event reaches a listener (Bolt answers 404 to unhandled ones)
+    for command in sorted(commands):
+        assert (await slack.command(command, "show" if command == CONFIG_COMMAND else "")).status == 200, command
+    unhandled = await slack.command("/not-ours")
+    assert unhandled.status == 404
+    for n, event in enumerate(sorted(events)):
+        body = {"type": event, "user": "U1", "channel": "C1", "tab": "messages", "text": "hi", "ts": "1.1"}
+        if event == "tokens_revoked":
+            body["tokens"] = {"oauth": ["U1"]}
+        assert (await slack.event(body, f"EvM{n}")).status == 200, event
+
+
+# ------------------------------------------------------------ studybot run slack
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_studybot_run_slack_serves_http(tmp_path: Path) -> None:
+    fake = await FakeSlack().start()
+    port = free_port()
+    env = {
+        **os.environ,
+        "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK),
+        "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'run.db'}",
+        "STUDYBOT_SLACK_API_URL": fake.api_url,
+        "STUDYBOT_HOST": "127.0.0.1",
+        "SLACK_BOT_TOKEN": "xoxb-one",
+        "SLACK_SIGNING_SECRET": SECRET,
+    }
+    env.pop("SLACK_APP_TOKEN", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "run", "slack", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        body = command_body("/studybot-help", "", "U1", "T1", "C1", fake.response_url("run"))
+        async with aiohttp.ClientSession() as session:
+            status = None
+            for _ in range(150):
+                if process.poll() is not None:
+                    break
+                try:
+                    headers = {"Content-Type": "application/x-www-form-urlencoded", **sign(SECRET, body)}
+                    async with session.post(f"http://127.0.0.1:{port}/slack/events", data=body, headers=headers) as r:
+                        status = r.status
+                        break
+                except aiohttp.ClientConnectorError:
+                    await asyncio.sleep(0.1)
+            assert status == 200, process.stdout.read().decode() if process.poll() is not None else status  # type: ignore[union-attr]
+            reply = (await fake.wait_for("response_url", 1, timeout=10))[-1].params
+            assert "/studybot-config" in block_text(reply)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        await fake.stop()
+
+
+def test_launch_accepts_oauth_without_a_bot_token() -> None:
+    base = {"_env_file": None, "SLACK_CLIENT_ID": "1.2", "SLACK_CLIENT_SECRET": "s"}
+    assert choose_platforms(Settings(**base, SLACK_SIGNING_SECRET="x"), "slack") == ("slack",)
+    with pytest.raises(ValueError, match="SLACK_SIGNING_SECRET"):
+        choose_platforms(Settings(**base), "slack")
