@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="STUDYBOT_", env_file=".env", extra="ignore")
+    # env_ignore_empty: a blank line copied from .env.example (SLACK_BOT_TOKEN=) means "not set".
+    model_config = SettingsConfigDict(env_prefix="STUDYBOT_", env_file=".env", extra="ignore", env_ignore_empty=True)
 
     database_url: str = "sqlite:///studybot.db"
     questions_dir: Path = ROOT / "questions"

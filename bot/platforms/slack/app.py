@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -254,11 +255,12 @@ class SlackBot:
         try:
             await work()
         except Exception as exc:
-            log.exception("slack %s failed", what)
+            incident = uuid.uuid4().hex[:8]
+            log.exception("slack %s failed (incident %s)", what, incident)
             if reply is not None:
                 try:
                     busy = isinstance(exc, SlackApiError) and send_failed(exc).reason == "ratelimited"
-                    await reply(wording.PLATFORM_BUSY if busy else wording.BUG.format(incident="slack"))
+                    await reply(wording.PLATFORM_BUSY if busy else wording.BUG.format(incident=incident))
                 except Exception:
                     log.warning("telling the user about a failed %s failed too", what, exc_info=True)
 
