@@ -1,0 +1,358 @@
+"""The Discord adapter: a discord.py Bot whose every event makes one engine call through the
+Runtime and renders the card that comes back.
+
+- Interactions are answered within Discord's 3 seconds: a call still running after
+  `ACK_WITHIN_S` is deferred first and answered by a follow-up; `/demo` defers at once.
+- Posts decided by the engine (daily rounds, reveals, leaderboards, demo results) arrive
+  through the outbox at `send`, which returns the message id as the reference; the reveal
+  also edits the question (buttons disabled, counts) through `RevealCard.question_ref`.
+- Text answers: messages that mention the bot (Discord delivers their content without the
+  privileged message-content intent); the feedback goes by direct message.
+- The command tree is synced only when its hash differs from the one stored in the
+  database for that target (a guild, or global)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import discord
+import yarl
+from discord import app_commands
+from discord.ext import commands
+
+from bot.config import Settings
+from bot.core import wording
+from bot.core.errors import SendFailed
+from bot.core.values import (
+    AnswerFeedback,
+    ChannelRef,
+    CommunityRef,
+    DemoAccepted,
+    DemoProgressCard,
+    DemoQueued,
+    LeaderboardCard,
+    Posted,
+    Problem,
+    QuestionCard,
+    RevealCard,
+    UserRef,
+)
+from bot.platforms.discord import render as layout
+from bot.platforms.discord.views import AnswerButton
+from bot.platforms.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "discord"
+DEFAULT_API = "https://discord.com/api/v10"
+ACK_WITHIN_S = 2.0  # defer an interaction whose engine call is still running after this
+READY_WAIT_S = 30.0
+_MENTION = re.compile(r"<@!?(\d+)>")
+_CHANNEL = re.compile(r"^<#(\d+)>$")
+
+
+def send_failure(exc: BaseException) -> SendFailed:
+    """A discord.py error as the outbox understands it: permanent, rate-limited or transient."""
+    if isinstance(exc, SendFailed):
+        return exc
+    if isinstance(exc, discord.RateLimited):
+        return SendFailed(f"rate limited for {exc.retry_after:.1f} s", retry_after=exc.retry_after)
+    if isinstance(exc, discord.NotFound):
+        return SendFailed(f"the channel is gone or unknown ({exc.code}: {exc.text[:120]})", permanent=True)
+    if isinstance(exc, discord.Forbidden):
+        return SendFailed(f"the bot may not post there ({exc.code}: {exc.text[:120]})", permanent=True)
+    if isinstance(exc, discord.HTTPException):
+        if exc.status == 429:
+            retry = exc.response.headers.get("Retry-After") if exc.response is not None else None
+            return SendFailed("rate limited", retry_after=float(retry) if retry else None)
+        if exc.status >= 500:
+            return SendFailed(f"Discord error {exc.status}")
+        return SendFailed(f"Discord refused the post ({exc.status} {exc.code}: {exc.text[:120]})", permanent=True)
+    if isinstance(exc, aiohttp.ClientError | TimeoutError | OSError):
+        return SendFailed(f"network: {type(exc).__name__}: {exc}"[:200])
+    return SendFailed(f"{type(exc).__name__}: {exc}"[:200])
+
+
+def user_ref(interaction_user: discord.abc.User, guild_id: int) -> UserRef:
+    return UserRef(PLATFORM, str(guild_id), str(interaction_user.id), interaction_user.display_name)
+
+
+class StudyBot(commands.Bot):
+    """discord.py's Bot with the study adapter attached as `.study`."""
+
+    study: DiscordApp
+
+    async def setup_hook(self) -> None:
+        await self.study.setup()
+
+    async def on_ready(self) -> None:
+        self.study.ready.set()
+        log.info("Discord: ready as %s in %s guilds", self.user, len(self.guilds))
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.study.on_message(message)
+
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        await self.study.guild_changed(guild, "pause")
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        await self.study.guild_changed(guild, "resume")
+
+
+class DiscordApp:
+    """What `attach` returns: the bot, its `send` for the outbox, `run` and `close`."""
+
+    def __init__(self, settings: Settings, runtime: Runtime, bot: StudyBot) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.engine = runtime.engine
+        self.bot = bot
+        self.ready = asyncio.Event()
+        self.synced: bool | None = None  # after setup: True when the tree was synced, False when unchanged
+
+    # ---------------------------------------------------------------- start
+
+    async def setup(self) -> None:
+        if self.settings.discord_api_url.rstrip("/") != DEFAULT_API:
+            _shards, url, _limits = await self.bot.http.get_bot_gateway()
+            discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
+        self.bot.add_dynamic_items(AnswerButton)
+        try:
+            self.synced = await self.sync_commands()
+        except discord.HTTPException:
+            log.exception("syncing the slash commands failed; the commands Discord has stay as they were")
+
+    def sync_target(self) -> discord.Object | None:
+        return discord.Object(id=self.settings.discord_guild) if self.settings.discord_guild else None
+
+    async def sync_commands(self) -> bool:
+        """Sync the command tree when it changed since the last sync to the same target."""
+        tree = self.bot.tree
+        guild = self.sync_target()
+        if guild is not None:
+            tree.copy_global_to(guild=guild)
+        payload = [command.to_dict(tree) for command in tree.get_commands(guild=guild)]
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+        key = f"discord:commands:{self.bot.application_id}:{guild.id if guild else 'global'}"
+        if await self.runtime.bridge.run(self.engine.platform_state, key) == digest:
+            log.info("Discord: slash commands unchanged, not synced")
+            return False
+        await tree.sync(guild=guild)
+        await self.runtime.bridge.run(self.engine.set_platform_state, key, digest)
+        log.info("Discord: synced %s slash commands to %s", len(payload), guild.id if guild else "all guilds")
+        return True
+
+    async def run(self) -> None:
+        token = self.settings.discord_token
+        if token is None:
+            raise RuntimeError("DISCORD_TOKEN is not set")
+        await self.bot.start(token.get_secret_value())
+
+    async def close(self) -> None:
+        await self.bot.close()
+
+    # ------------------------------------------------------------ interactions
+
+    async def respond(
+        self,
+        interaction: discord.Interaction[Any],
+        call: Callable[..., Any],
+        *args: Any,
+        defer: bool = False,
+        ephemeral: bool = True,
+        after: Callable[[object], Awaitable[None]] | None = None,
+    ) -> object:
+        """One engine call for one interaction, answered in time: deferred first when `defer`
+        or when the call takes longer than ACK_WITHIN_S; the card rendered as the answer."""
+        deferred = False
+        if defer:
+            await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+            deferred = True
+        task = asyncio.ensure_future(self.runtime.call(call, *args))
+        if not deferred:
+            done, _ = await asyncio.wait({task}, timeout=ACK_WITHIN_S)
+            if not done:
+                await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+                deferred = True
+        result = await task
+        reply = layout.render(result)
+        try:
+            if deferred:
+                kwargs = reply.kwargs()
+                if "file" in kwargs:
+                    kwargs["attachments"] = [kwargs.pop("file")]
+                kwargs.pop("allowed_mentions", None)
+                if "view" not in kwargs:
+                    kwargs["view"] = None
+                await interaction.edit_original_response(**kwargs, allowed_mentions=discord.AllowedMentions.none())
+            else:
+                await interaction.response.send_message(**reply.kwargs(), ephemeral=ephemeral)
+        except discord.HTTPException:
+            log.warning("answering interaction %s failed", interaction.id, exc_info=True)
+            return result
+        if after is not None:
+            await after(result)
+        return result
+
+    async def refuse(self, interaction: discord.Interaction[Any], text: str) -> None:
+        try:
+            await interaction.response.send_message(
+                layout.safe(text), ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
+            )
+        except discord.HTTPException:
+            log.warning("answering interaction %s failed", interaction.id, exc_info=True)
+
+    async def answer_click(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
+        if interaction.guild_id is None:
+            await self.refuse(interaction, wording.GUILD_ONLY)
+            return
+        await self.respond(
+            interaction, self.engine.answer_button, user_ref(interaction.user, interaction.guild_id), custom_id
+        )
+
+    def where(self, interaction: discord.Interaction[Any]) -> tuple[UserRef, ChannelRef] | None:
+        if interaction.guild_id is None or interaction.channel_id is None:
+            return None
+        guild = str(interaction.guild_id)
+        return user_ref(interaction.user, interaction.guild_id), ChannelRef(
+            PLATFORM, guild, str(interaction.channel_id)
+        )
+
+    # ----------------------------------------------------------------- text
+
+    async def on_message(self, message: discord.Message) -> None:
+        me = self.bot.user
+        if message.author.bot or me is None or message.guild is None:
+            return
+        if not any(user.id == me.id for user in message.mentions):
+            return
+        text = _MENTION.sub(lambda m: "" if m.group(1) == str(me.id) else m.group(0), message.content).strip()
+        if not text:
+            return
+        user = UserRef(PLATFORM, str(message.guild.id), str(message.author.id), message.author.display_name)
+        channel = ChannelRef(PLATFORM, str(message.guild.id), str(message.channel.id))
+        result = await self.runtime.call(self.engine.answer_text, user, channel, text)
+        if result is None:
+            return
+        reply = layout.render(result)
+        try:
+            if isinstance(result, AnswerFeedback):
+                try:
+                    await message.author.send(**reply.kwargs())
+                    return
+                except discord.Forbidden:
+                    reply = layout.Reply(content=wording.FEEDBACK_DMS_CLOSED)
+            await message.reply(**reply.kwargs(), mention_author=False)
+        except discord.HTTPException:
+            log.warning("answering message %s failed", message.id, exc_info=True)
+
+    async def guild_changed(self, guild: discord.Guild, action: str) -> None:
+        """Removed from a guild: its community is paused (nothing deleted); rejoined: resumed."""
+        result = await self.runtime.call(self.engine.configure, CommunityRef(PLATFORM, str(guild.id)), action)
+        if isinstance(result, Problem):
+            log.warning("%s of guild %s failed: %s", action, guild.id, result.text)
+        else:
+            log.info("guild %s: %s", guild.id, action)
+
+    # ------------------------------------------------------------ the outbox
+
+    async def wait_ready(self) -> None:
+        try:
+            await asyncio.wait_for(self.ready.wait(), READY_WAIT_S)
+        except TimeoutError:
+            raise SendFailed("not connected to Discord yet") from None
+
+    async def send(self, channel: ChannelRef, card: Posted) -> str:
+        """Post a card the engine queued; the message id is its reference."""
+        await self.wait_ready()
+        if not channel.channel_id.isdigit():
+            raise SendFailed(f"'{channel.channel_id[:40]}' is not a Discord channel id", permanent=True)
+        target = self.bot.get_partial_messageable(int(channel.channel_id), guild_id=int(channel.community_id))
+        if isinstance(card, QuestionCard):
+            reply = layout.daily_post(card)
+        elif isinstance(card, LeaderboardCard):
+            reply = layout.leaderboard(card, public=True)
+        else:
+            reply = layout.render(card)
+        try:
+            message = await target.send(**reply.kwargs())
+        except Exception as exc:
+            raise send_failure(exc) from exc
+        if isinstance(card, RevealCard) and card.question_ref and card.question_ref.isdigit():
+            await self.edit_question(target, card)
+        return str(message.id)
+
+    async def edit_question(self, target: discord.PartialMessageable, card: RevealCard) -> None:
+        try:
+            await target.get_partial_message(int(card.question_ref or 0)).edit(
+                **layout.revealed_question(card).kwargs()
+            )
+        except discord.HTTPException:  # the reveal is posted; the old buttons answer "closed"
+            log.warning("editing the question of round %s failed", card.round_id, exc_info=True)
+
+    async def show_progress(self, card: DemoProgressCard) -> None:
+        if not card.message_ref or not card.message_ref.isdigit() or not card.channel.channel_id.isdigit():
+            return
+        target = self.bot.get_partial_messageable(int(card.channel.channel_id))
+        await target.get_partial_message(int(card.message_ref)).edit(**layout.demo_progress(card).kwargs())
+
+    async def demo_posted(self, interaction: discord.Interaction[Any], result: object) -> None:
+        """After /demo answered with the queued message: tell the engine that message's id, so
+        progress edits it in place."""
+        if not isinstance(result, DemoQueued | DemoAccepted):
+            return
+        report = getattr(self.engine, "demo_message", None)
+        if report is None or not isinstance(result, DemoQueued):
+            return
+        try:
+            message = await interaction.original_response()
+        except discord.HTTPException:
+            log.warning("reading the /demo message failed", exc_info=True)
+            return
+        await self.runtime.call(report, result.job_id, str(message.id))
+
+
+def build_bot(settings: Settings, runtime: Runtime | None = None) -> StudyBot:
+    """The Discord bot with the study adapter attached (`bot.study`), its `send` registered
+    with the runtime's deliverer. Without a runtime, one is built from the settings."""
+    from bot.platforms.discord.commands import register
+
+    if runtime is None:
+        from bot.cli import build_engine
+
+        runtime = Runtime(build_engine(settings), (PLATFORM,), settings.bridge_threads)
+    discord.http.Route.BASE = settings.discord_api_url.rstrip("/")
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = False
+    bot = StudyBot(
+        command_prefix=commands.when_mentioned,
+        intents=intents,
+        help_command=None,
+        allowed_mentions=discord.AllowedMentions.none(),
+        max_ratelimit_timeout=30.0,
+        guild_ready_timeout=settings.discord_guild_ready_timeout,
+        chunk_guilds_at_startup=False,
+    )
+    app = DiscordApp(settings, runtime, bot)
+    bot.study = app
+    register(bot.tree, app)
+    runtime.add_sender(PLATFORM, app.send)
+    runtime.add_progress(PLATFORM, app.show_progress)
+    return bot
+
+
+def attach(settings: Settings, runtime: Runtime) -> DiscordApp:
+    """The adapter as `studybot run discord` starts it (bot.platforms.launch.serve)."""
+    return build_bot(settings, runtime).study
+
+
+__all__ = ["DiscordApp", "StudyBot", "app_commands", "attach", "build_bot", "send_failure"]

@@ -1,0 +1,672 @@
+"""A fake Discord (REST and gateway on 127.0.0.1) that the real discord.py client logs into.
+
+It behaves like Discord where the bot could get it wrong, and records every call so tests
+assert on what reached it: 2,000 characters of content, 4,096 of an embed description, 5
+rows of 5 buttons, 80-character labels, 100-character custom ids, allowed_mentions that parse
+nothing, one initial response per interaction within 3 seconds, message content empty
+without the message-content intent (unless the bot is mentioned), 429s with retry_after
+when a test asks for them, unknown channels (10003) and closed DMs (50007)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+MESSAGE_CONTENT = 1 << 15
+EPHEMERAL = 1 << 6
+GUILDS = 1 << 0
+GUILD_MESSAGES = 1 << 9
+MANAGE_GUILD = 1 << 5
+MEMBER_PERMS = (1 << 10) | (1 << 11) | (1 << 31)  # view channel, send messages, use application commands
+ADMIN_PERMS = MEMBER_PERMS | MANAGE_GUILD
+_ids = itertools.count(1_300_000_000_000_000_000)
+
+
+def snowflake() -> str:
+    return str(next(_ids))
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def guild_id_for_shard(shard: int, count: int, start: int = 1_100_000_000_000_000_000) -> str:
+    """A guild id that Discord routes to `shard` of `count` ((id >> 22) % count)."""
+    value = start
+    while (value >> 22) % count != shard:
+        value += 1 << 22
+    return str(value)
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    json: Any
+    at: float
+    status: int = 200
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Interaction:
+    id: str
+    token: str
+    type: int
+    created: float
+    payload: dict[str, Any]
+    responses: list[dict[str, Any]] = field(default_factory=list)  # the callback bodies
+    original: dict[str, Any] | None = None  # the response message, once there is one
+    followups: list[dict[str, Any]] = field(default_factory=list)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def user(uid: str, name: str, bot: bool = False) -> dict[str, Any]:
+    return {"id": uid, "username": name, "global_name": name, "discriminator": "0", "avatar": None, "bot": bot}
+
+
+class FakeDiscord:
+    def __init__(self) -> None:
+        self.app_id = snowflake()
+        self.bot_user = user(self.app_id, "StudyBot", bot=True)
+        self.guilds: dict[str, dict[str, Any]] = {}
+        self.channels: dict[str, str] = {}  # channel id -> guild id
+        self.messages: dict[str, dict[str, Any]] = {}
+        self.calls: list[Call] = []
+        self.violations: list[str] = []
+        self.interactions: dict[str, Interaction] = {}
+        self.command_syncs: list[tuple[str, list[dict[str, Any]]]] = []
+        self.identifies: list[dict[str, Any]] = []
+        self.rate_limits: list[tuple[str, re.Pattern[str], float]] = []
+        self.unknown_channels: set[str] = set()
+        self.forbidden_channels: set[str] = set()
+        self.closed_dms: set[str] = set()
+        self.dm_channels: dict[str, str] = {}  # dm channel -> user id
+        self.sockets: list[tuple[web.WebSocketResponse, tuple[int, int], int]] = []
+        self.seq = itertools.count(1)
+        self.runner: web.AppRunner | None = None
+        self.port = 0
+        self.changed = asyncio.Condition()
+
+    # ------------------------------------------------------------ setup
+
+    @property
+    def api(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v10"
+
+    @property
+    def gateway(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/gateway"
+
+    def add_guild(self, name: str = "Study Group", guild_id: str | None = None, channels: int = 1) -> dict[str, Any]:
+        gid = guild_id or snowflake()
+        chans = [snowflake() for _ in range(channels)]
+        for cid in chans:
+            self.channels[cid] = gid
+        self.guilds[gid] = {"id": gid, "name": name, "channels": chans}
+        return self.guilds[gid]
+
+    async def start(self) -> FakeDiscord:
+        app = web.Application(client_max_size=32 * 1024 * 1024)
+        app.router.add_get("/gateway", self.ws)
+        app.router.add_route("*", "/api/v10/{tail:.*}", self.rest)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        for socket, _, _ in list(self.sockets):
+            await socket.close()
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+    # ---------------------------------------------------------- gateway
+
+    def guild_create(self, gid: str) -> dict[str, Any]:
+        guild = self.guilds[gid]
+        me = {"user": self.bot_user, "roles": [], "joined_at": now_iso(), "deaf": False, "mute": False, "flags": 0}
+        return {
+            "id": gid,
+            "name": guild["name"],
+            "icon": None,
+            "owner_id": snowflake(),
+            "afk_timeout": 300,
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "mfa_level": 0,
+            "nsfw_level": 0,
+            "premium_tier": 0,
+            "preferred_locale": "en-US",
+            "features": [],
+            "roles": [
+                {
+                    "id": gid,
+                    "name": "@everyone",
+                    "permissions": str(MEMBER_PERMS),
+                    "position": 0,
+                    "color": 0,
+                    "hoist": False,
+                    "managed": False,
+                    "mentionable": False,
+                    "flags": 0,
+                }
+            ],
+            "emojis": [],
+            "stickers": [],
+            "channels": [
+                {
+                    "id": cid,
+                    "type": 0,
+                    "guild_id": gid,
+                    "name": f"channel-{n}",
+                    "position": n,
+                    "permission_overwrites": [],
+                    "nsfw": False,
+                    "parent_id": None,
+                    "rate_limit_per_user": 0,
+                    "flags": 0,
+                }
+                for n, cid in enumerate(guild["channels"])
+            ],
+            "threads": [],
+            "members": [me],
+            "member_count": 1,
+            "large": False,
+            "unavailable": False,
+            "joined_at": now_iso(),
+            "voice_states": [],
+            "presences": [],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+        }
+
+    def shard_of(self, gid: str, count: int) -> int:
+        return (int(gid) >> 22) % count
+
+    async def ws(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        await socket.send_str(json.dumps({"op": 10, "s": None, "t": None, "d": {"heartbeat_interval": 41250}}))
+        entry: tuple[web.WebSocketResponse, tuple[int, int], int] | None = None
+        async for message in socket:
+            if message.type != WSMsgType.TEXT:
+                continue
+            data = json.loads(message.data)
+            if data["op"] == 1:
+                await socket.send_str(json.dumps({"op": 11, "s": None, "t": None, "d": None}))
+            elif data["op"] == 2:
+                identify = data["d"]
+                self.identifies.append(identify)
+                shard = tuple(identify.get("shard") or (0, 1))
+                entry = (socket, (int(shard[0]), int(shard[1])), int(identify["intents"]))
+                self.sockets.append(entry)
+                mine = [g for g in self.guilds if self.shard_of(g, entry[1][1]) == entry[1][0]]
+                ready = {
+                    "v": 10,
+                    "user": self.bot_user,
+                    "guilds": [{"id": g, "unavailable": True} for g in mine],
+                    "session_id": snowflake(),
+                    "resume_gateway_url": self.gateway,
+                    "application": {"id": self.app_id, "flags": 0},
+                    "shard": list(entry[1]),
+                }
+                await self.send_event(socket, "READY", ready)
+                for gid in mine:
+                    await self.send_event(socket, "GUILD_CREATE", self.guild_create(gid))
+        if entry in self.sockets:
+            self.sockets.remove(entry)  # type: ignore[arg-type]
+        return socket
+
+    async def send_event(self, socket: web.WebSocketResponse, name: str, data: dict[str, Any]) -> None:
+        await socket.send_str(json.dumps({"op": 0, "s": next(self.seq), "t": name, "d": data}))
+
+    async def dispatch(self, gid: str, name: str, data: dict[str, Any]) -> None:
+        sent = False
+        for socket, (shard, count), _ in list(self.sockets):
+            if self.shard_of(gid, count) == shard:
+                await self.send_event(socket, name, data)
+                sent = True
+        if not sent:
+            raise AssertionError(f"no gateway connection serves guild {gid}")
+
+    # ------------------------------------------------------- users' events
+
+    def member(self, who: dict[str, Any], permissions: int) -> dict[str, Any]:
+        return {
+            "user": who,
+            "roles": [],
+            "joined_at": now_iso(),
+            "deaf": False,
+            "mute": False,
+            "nick": None,
+            "permissions": str(permissions),
+            "flags": 0,
+        }
+
+    async def interact(
+        self,
+        kind: int,
+        gid: str | None,
+        cid: str,
+        who: dict[str, Any],
+        data: dict[str, Any],
+        message: dict[str, Any] | None = None,
+        permissions: int = MEMBER_PERMS,
+    ) -> Interaction:
+        iid, token = snowflake(), "tok" + snowflake()
+        payload: dict[str, Any] = {
+            "id": iid,
+            "application_id": self.app_id,
+            "type": kind,
+            "data": data,
+            "channel_id": cid,
+            "channel": {"id": cid, "type": 0 if gid else 1, "name": "channel", "position": 0},
+            "token": token,
+            "version": 1,
+            "app_permissions": str(ADMIN_PERMS),
+            "locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {"0": gid} if gid else {},
+            "context": 0 if gid else 1,
+            "attachment_size_limit": 10 * 1024 * 1024,
+        }
+        if gid:
+            payload["guild_id"] = gid
+            payload["guild_locale"] = "en-US"
+            payload["member"] = self.member(who, permissions)
+            payload["channel"]["guild_id"] = gid
+        else:
+            payload["user"] = who
+        if message is not None:
+            payload["message"] = message
+        found = Interaction(iid, token, kind, time.monotonic(), payload)
+        self.interactions[iid] = found
+        if gid:
+            await self.dispatch(gid, "INTERACTION_CREATE", payload)
+        else:
+            for socket, _, _ in self.sockets:
+                await self.send_event(socket, "INTERACTION_CREATE", payload)
+        return found
+
+    async def slash(
+        self,
+        name: str,
+        who: dict[str, Any],
+        gid: str | None,
+        cid: str,
+        options: list[dict[str, Any]] | None = None,
+        admin: bool = False,
+    ) -> Interaction:
+        data: dict[str, Any] = {"id": snowflake(), "name": name, "type": 1, "options": options or []}
+        return await self.interact(2, gid, cid, who, data, permissions=ADMIN_PERMS if admin else MEMBER_PERMS)
+
+    async def click(self, message_id: str, custom_id: str, who: dict[str, Any]) -> Interaction:
+        message = self.messages[message_id]
+        ids = [c.get("custom_id") for row in message.get("components", []) for c in row.get("components", [])]
+        if custom_id not in ids:  # Discord only delivers clicks on components the message has
+            raise AssertionError(f"message {message_id} has no component {custom_id}")
+        data = {"custom_id": custom_id, "component_type": 2}
+        return await self.interact(3, message.get("guild_id"), message["channel_id"], who, data, message=message)
+
+    async def say(self, gid: str, cid: str, who: dict[str, Any], content: str, reply_to: str | None = None) -> str:
+        """A member's message; its content reaches the bot only if it mentions the bot (or the
+        bot asked for the message-content intent)."""
+        mid = snowflake()
+        mentioned = f"<@{self.app_id}>" in content or f"<@!{self.app_id}>" in content
+        data: dict[str, Any] = {
+            "id": mid,
+            "channel_id": cid,
+            "guild_id": gid,
+            "author": who,
+            "member": {"roles": [], "joined_at": now_iso(), "deaf": False, "mute": False, "flags": 0},
+            "content": content,
+            "timestamp": now_iso(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [{**self.bot_user, "member": {"roles": [], "joined_at": now_iso(), "flags": 0}}]
+            if mentioned
+            else [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 19 if reply_to else 0,
+            "flags": 0,
+            "components": [],
+        }
+        if reply_to:
+            data["message_reference"] = {"message_id": reply_to, "channel_id": cid, "guild_id": gid}
+        for socket, (shard, count), intents in list(self.sockets):
+            if self.shard_of(gid, count) != shard:
+                continue
+            event = dict(data)
+            if not intents & MESSAGE_CONTENT and not mentioned:
+                event["content"] = ""
+            await self.send_event(socket, "MESSAGE_CREATE", event)
+        return mid
+
+    async def remove_guild(self, gid: str) -> None:
+        await self.dispatch(gid, "GUILD_DELETE", {"id": gid})
+
+    # ------------------------------------------------------------- waiting
+
+    async def wait_for(self, predicate: Any, timeout: float = 10.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            found = predicate()
+            if found:
+                return found
+            if time.monotonic() > deadline:
+                raise AssertionError("the fake Discord never saw what the test waited for")
+            await asyncio.sleep(0.02)
+
+    async def answered(self, interaction: Interaction, timeout: float = 10.0) -> dict[str, Any]:
+        """The message the user finally sees for an interaction (the response, or the deferred
+        response once edited)."""
+        await asyncio.wait_for(interaction.done.wait(), timeout)
+        assert interaction.original is not None
+        return interaction.original
+
+    def posts(self, cid: str | None = None) -> list[dict[str, Any]]:
+        """Messages the bot posted in channels (not interaction responses), oldest first."""
+        return [
+            m for m in self.messages.values() if m.get("_via") == "channel" and (cid is None or m["channel_id"] == cid)
+        ]
+
+    def requests(self, method: str, pattern: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method and re.fullmatch(pattern, c.path)]
+
+    # ---------------------------------------------------------------- REST
+
+    def reply(self, data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+        body = b"" if data is None else json.dumps(data).encode()
+        base = {"Content-Type": "application/json"} if data is not None else {}
+        return web.Response(
+            body=body, status=status if data is not None or status != 200 else 204, headers={**base, **(headers or {})}
+        )
+
+    def error(self, status: int, code: int, message: str) -> web.Response:
+        return self.reply({"code": code, "message": message}, status)
+
+    async def read_body(self, request: web.Request) -> tuple[Any, list[str]]:
+        if request.content_type.startswith("multipart/"):
+            payload: Any = None
+            files: list[str] = []
+            reader = await request.multipart()
+            async for part in reader:
+                if part.name == "payload_json":  # type: ignore[union-attr]
+                    payload = json.loads(await part.text())  # type: ignore[union-attr]
+                else:
+                    content = await part.read()  # type: ignore[union-attr]
+                    files.append(f"{part.filename}:{len(content)}:{content[:8].hex()}")  # type: ignore[union-attr]
+            return payload, files
+        text = await request.text()
+        return (json.loads(text) if text else None), []
+
+    def check_message(self, body: dict[str, Any], where: str) -> str | None:
+        """What Discord would refuse in a message body (None when it is fine)."""
+        content = body.get("content") or ""
+        if len(content) > 2000:
+            return f"{where}: content is {len(content)} characters (limit 2000)"
+        embeds = body.get("embeds") or []
+        if len(embeds) > 10:
+            return f"{where}: {len(embeds)} embeds"
+        for embed in embeds:
+            if len(embed.get("description") or "") > 4096:
+                return f"{where}: embed description over 4096"
+            if len(embed.get("title") or "") > 256:
+                return f"{where}: embed title over 256"
+        rows = body.get("components") or []
+        if len(rows) > 5:
+            return f"{where}: {len(rows)} component rows"
+        for row in rows:
+            if len(row.get("components", [])) > 5:
+                return f"{where}: more than 5 buttons in a row"
+            for comp in row.get("components", []):
+                if len(comp.get("label") or "") > 80:
+                    return f"{where}: button label over 80"
+                if len(comp.get("custom_id") or "") > 100:
+                    return f"{where}: custom_id over 100"
+        mentions = body.get("allowed_mentions")
+        if mentions is None or mentions.get("parse") != [] or mentions.get("users") or mentions.get("roles"):
+            self.violations.append(f"{where}: allowed_mentions {mentions!r} would let text ping")
+        return None
+
+    def store_message(
+        self, cid: str, body: dict[str, Any], via: str, files: list[str], flags: int = 0
+    ) -> dict[str, Any]:
+        mid = snowflake()
+        message = {
+            "id": mid,
+            "channel_id": cid,
+            "author": self.bot_user,
+            "content": body.get("content") or "",
+            "timestamp": now_iso(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [
+                {
+                    "id": snowflake(),
+                    "filename": f.split(":")[0],
+                    "size": int(f.split(":")[1]),
+                    "url": "x",
+                    "proxy_url": "x",
+                }
+                for f in files
+            ],
+            "embeds": body.get("embeds") or [],
+            "components": body.get("components") or [],
+            "pinned": False,
+            "type": 0,
+            "flags": flags | int(body.get("flags") or 0),
+            "_via": via,
+            "_files": files,
+        }
+        if cid in self.channels:
+            message["guild_id"] = self.channels[cid]
+        self.messages[mid] = message
+        return message
+
+    @staticmethod
+    def public(message: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in message.items() if not k.startswith("_")}
+
+    def edit_message(self, message: dict[str, Any], body: dict[str, Any], files: list[str]) -> None:
+        for key in ("content", "embeds", "components"):
+            if key in body and body[key] is not None:
+                message[key] = body[key]
+        if files:
+            message["_files"] = files
+        message["edited_timestamp"] = now_iso()
+        message.setdefault("_edits", []).append(body)
+
+    async def rest(self, request: web.Request) -> web.Response:
+        path = "/" + request.match_info["tail"]
+        body, files = await self.read_body(request)
+        call = Call(request.method, path, body, time.monotonic(), files=files)
+        self.calls.append(call)
+        if (
+            not request.headers.get("Authorization", "").startswith("Bot ")
+            and "/interactions/" not in path
+            and "/webhooks/" not in path
+        ):
+            call.status = 401
+            return self.error(401, 0, "401: Unauthorized")
+        for index, (method, pattern, retry_after) in enumerate(self.rate_limits):
+            if method == request.method and pattern.fullmatch(path):
+                del self.rate_limits[index]
+                call.status = 429
+                headers = {
+                    "Retry-After": str(retry_after),
+                    "X-RateLimit-Limit": "5",
+                    "X-RateLimit-Remaining": "0",
+                    "X-RateLimit-Reset-After": str(retry_after),
+                    "X-RateLimit-Bucket": "fake",
+                    "X-RateLimit-Scope": "user",
+                    "Via": "1.1 google",  # discord.py takes a 429 without it for a Cloudflare ban
+                }
+                return self.reply(
+                    {"message": "You are being rate limited.", "retry_after": retry_after, "global": False},
+                    429,
+                    headers,
+                )
+        response = await self.route(request.method, path, body, files)
+        call.status = response.status
+        return response
+
+    async def route(self, method: str, path: str, body: Any, files: list[str]) -> web.Response:
+        parts = path.strip("/").split("/")
+        if path == "/users/@me" and method == "GET":
+            return self.reply(self.bot_user)
+        if path == "/oauth2/applications/@me":
+            return self.reply(
+                {
+                    "id": self.app_id,
+                    "name": "StudyBot",
+                    "icon": None,
+                    "description": "",
+                    "bot_public": True,
+                    "bot_require_code_grant": False,
+                    "owner": user(snowflake(), "owner"),
+                    "verify_key": "00",
+                    "team": None,
+                    "flags": 0,
+                }
+            )
+        if path in ("/gateway/bot", "/gateway"):
+            limits = {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}
+            return self.reply({"url": self.gateway, "shards": 1, "session_start_limit": limits})
+        if parts[0] == "applications" and parts[-1] == "commands" and method == "PUT":
+            target = parts[3] if len(parts) == 5 else "global"
+            for command in body:
+                for text in self.descriptions(command):
+                    if not 1 <= len(text) <= 100:
+                        return self.error(400, 50035, f"description of {command['name']} is {len(text)} characters")
+            self.command_syncs.append((target, body))
+            return self.reply([{**c, "id": snowflake(), "application_id": self.app_id, "version": "1"} for c in body])
+        if parts[0] == "applications" and parts[-1] == "commands" and method == "GET":
+            return self.reply([])
+        if path == "/users/@me/channels" and method == "POST":
+            body["recipient_id"] = str(body["recipient_id"])
+            dm = next((c for c, u in self.dm_channels.items() if u == body["recipient_id"]), None) or snowflake()
+            self.dm_channels[dm] = body["recipient_id"]
+            return self.reply(
+                {"id": dm, "type": 1, "recipients": [user(body["recipient_id"], "member")], "last_message_id": None}
+            )
+        if parts[0] == "channels" and len(parts) >= 3 and parts[2] == "messages":
+            return self.channel_message(method, parts, body, files)
+        if parts[0] == "interactions" and parts[-1] == "callback":
+            return self.callback(parts[1], parts[2], body, files)
+        if parts[0] == "webhooks":
+            return self.webhook(method, parts, body, files)
+        return self.error(404, 0, f"404: Not Found ({method} {path})")
+
+    @staticmethod
+    def descriptions(command: dict[str, Any]) -> list[str]:
+        found = [command.get("description", "")]
+        for option in command.get("options") or []:
+            found += FakeDiscord.descriptions(option)
+        return found
+
+    def channel_message(self, method: str, parts: list[str], body: Any, files: list[str]) -> web.Response:
+        cid = parts[1]
+        if cid in self.unknown_channels or (cid not in self.channels and cid not in self.dm_channels):
+            return self.error(404, 10003, "Unknown Channel")
+        if cid in self.forbidden_channels:
+            return self.error(403, 50013, "Missing Permissions")
+        if cid in self.dm_channels and self.dm_channels[cid] in self.closed_dms:
+            return self.error(403, 50007, "Cannot send messages to this user")
+        problem = self.check_message(body or {}, f"{method} /channels/{cid}/messages")
+        if problem:
+            self.violations.append(problem)
+            return self.error(400, 50035, problem)
+        if method == "POST" and len(parts) == 3:
+            message = self.store_message(cid, body, "dm" if cid in self.dm_channels else "channel", files)
+            return self.reply(self.public(message))
+        if method == "PATCH" and len(parts) == 4:
+            message = self.messages.get(parts[3])
+            if message is None or message["channel_id"] != cid:
+                return self.error(404, 10008, "Unknown Message")
+            self.edit_message(message, body, files)
+            return self.reply(self.public(message))
+        return self.error(405, 0, "405: Method Not Allowed")
+
+    def callback(self, iid: str, token: str, body: Any, files: list[str]) -> web.Response:
+        found = self.interactions.get(iid)
+        if found is None or found.token != token or time.monotonic() - found.created > 3.0:
+            return self.error(404, 10062, "Unknown interaction")
+        if found.responses:
+            self.violations.append(f"second response to interaction {iid}")
+            return self.error(400, 40060, "Interaction has already been acknowledged.")
+        found.responses.append(body)
+        kind = body["type"]
+        data = body.get("data") or {}
+        info: dict[str, Any] = {"id": iid, "type": found.type}
+        if kind in (4, 5):
+            problem = self.check_message(data, f"interaction {iid} response") if kind == 4 else None
+            if problem:
+                self.violations.append(problem)
+            message = self.store_message(found.payload["channel_id"], data, "interaction", files)
+            message["interaction_id"] = iid
+            message["_loading"] = kind == 5
+            found.original = message
+            info.update(
+                response_message_id=message["id"],
+                response_message_loading=kind == 5,
+                response_message_ephemeral=bool(message["flags"] & 64),
+            )
+            if kind == 4:
+                found.done.set()
+            return self.reply({"interaction": info, "resource": {"type": kind, "message": self.public(message)}})
+        if kind == 7 and "message" in found.payload:  # update the clicked message
+            self.edit_message(self.messages[found.payload["message"]["id"]], data, files)
+            found.done.set()
+        if kind == 8:
+            found.original = {"choices": data.get("choices", [])}
+            found.done.set()
+        return self.reply({"interaction": info})
+
+    def webhook(self, method: str, parts: list[str], body: Any, files: list[str]) -> web.Response:
+        token = parts[2]
+        found = next((i for i in self.interactions.values() if i.token == token), None)
+        if found is None or time.monotonic() - found.created > 15 * 60:
+            return self.error(404, 10015, "Unknown Webhook")
+        if len(parts) == 5 and parts[4] == "@original":
+            if found.original is None:
+                return self.error(404, 10008, "Unknown Message")
+            if method == "GET":
+                return self.reply(self.public(found.original))
+            if method == "PATCH":
+                problem = self.check_message(body or {}, f"interaction {found.id} edit")
+                if problem:
+                    self.violations.append(problem)
+                    return self.error(400, 50035, problem)
+                self.edit_message(found.original, body, files)
+                found.original["_loading"] = False
+                found.done.set()
+                return self.reply(self.public(found.original))
+        if len(parts) == 3 and method == "POST":
+            problem = self.check_message(body or {}, f"interaction {found.id} follow-up")
+            if problem:
+                self.violations.append(problem)
+                return self.error(400, 50035, problem)
+            message = self.store_message(found.payload["channel_id"], body, "followup", files)
+            found.followups.append(message)
+            return self.reply(self.public(message))
+        return self.error(404, 0, "404: Not Found")
