@@ -369,6 +369,18 @@ async def test_ratelimited_post_is_retried_after_retry_after(slack: Slack) -> No
     assert len(slack.fake.of("chat.postMessage")) == 2  # the 429 and the post
 
 
+async def test_server_error_is_retried_and_weekly_board_posted_as_blocks(slack: Slack) -> None:
+    slack.fake.fail("chat.postMessage", "internal_error", status=500)
+    board = slack.engine.weekly_post(CommunityRef("slack", "T1"), "2026-W48")
+    assert board is not None
+    assert await slack.runtime.deliver_now("slack") == 0
+    slack.clock.advance(seconds=61)
+    assert await slack.runtime.deliver_now("slack") == 1
+    posted = slack.fake.of("chat.postMessage")[-1].params
+    assert posted["channel"] == "C1" and "Leaderboard for 2026-W48" in block_text(posted)
+    assert slack.engine.undelivered(CommunityRef("slack", "T1")) == []
+
+
 async def test_channel_not_found_is_given_up_and_shown_in_config(slack: Slack) -> None:
     slack.engine.config(CommunityRef("slack", "T1"), "channel", "CGONE")
     slack.engine.open_daily(ChannelRef("slack", "T1", "CGONE"))
