@@ -45,9 +45,6 @@ class Settings(BaseSettings):
     discord_api_url: str = "https://discord.com/api/v10"
     # A guild id: slash commands sync there (at once) instead of globally (up to an hour).
     discord_guild: int | None = None
-    # Shards: this process connects shard ids `discord_shard_ids` (comma-separated) of `discord_shard_count`.
-    discord_shard_count: int | None = Field(default=None, ge=1, le=4096)
-    discord_shard_ids: str = ""
     # Seconds discord.py waits for GUILD_CREATEs before READY (tests shorten it).
     discord_guild_ready_timeout: float = Field(default=2.0, gt=0, le=60)
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))
