@@ -354,6 +354,10 @@ async def test_demo_cards_render_and_progress_edits(world: World, tmp_path: Path
         shown = await fake.answered(interaction)
         assert interaction.responses[0]["type"] == 5  # deferred at once
         assert not shown["flags"] & EPHEMERAL and "checkpoint" in shown["content"]
+        # the queued message's id goes back to the engine, so progress can edit it
+        await fake.wait_for(
+            lambda: fake.requests("GET", rf"/webhooks/{fake.app_id}/{interaction.token}/messages/@original")
+        )
         chart = tmp_path / "chart.png"
         chart.write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 64)
         where = ChannelRef("discord", world.guild, world.channel)
