@@ -7,6 +7,7 @@ test about what happens when it is omitted.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 
@@ -220,3 +221,50 @@ def test_grad_mode_during_first_forward(use_reentrant: bool) -> None:
     # reentrant runs the original forward under no_grad; non-reentrant records the graph
     assert first_forward is (not use_reentrant)
     assert recompute is True
+
+
+def test_context_fn_gives_one_context_to_forward_and_one_to_recompute() -> None:
+    lin = torch.nn.Linear(8, 8)
+    log: list[str] = []
+
+    @contextlib.contextmanager
+    def tag(name: str):  # type: ignore[no-untyped-def]
+        log.append(f"enter {name}")
+        yield
+
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        log.append("run")
+        return torch.tanh(lin(t))
+
+    x = torch.randn(4, 8, requires_grad=True)
+    y = checkpoint(fn, x, use_reentrant=False, context_fn=lambda: (tag("forward"), tag("recompute")))
+    assert log == ["enter forward", "run"]  # the first context wraps the original call
+    y.sum().backward()
+    assert log == ["enter forward", "run", "enter recompute", "run"]  # the second, the rerun
+    # a single context manager is not a pair
+    with pytest.raises(TypeError):
+        checkpoint(fn, x, use_reentrant=False, context_fn=lambda: tag("only"))
+
+
+def test_nested_checkpoint_reruns_the_inner_function_twice_in_backward() -> None:
+    lin = torch.nn.Linear(8, 8)
+    calls = {"inner": 0, "outer": 0}
+
+    def inner(t: torch.Tensor) -> torch.Tensor:
+        calls["inner"] += 1
+        return torch.tanh(lin(t))
+
+    def outer(t: torch.Tensor) -> torch.Tensor:
+        calls["outer"] += 1
+        return torch.tanh(lin(checkpoint(inner, t, use_reentrant=False)))
+
+    x = torch.randn(4, 8, requires_grad=True)
+    out = checkpoint(outer, x, use_reentrant=False)
+    assert calls == {"inner": 1, "outer": 1}
+    out.sum().backward()
+    # the outer recompute runs inner again (to rebuild inner's input to the outer ops), and
+    # inner's own saved tensors need a second, inner recompute
+    assert calls == {"inner": 3, "outer": 2}
+    ref_x = x.detach().clone().requires_grad_(True)
+    torch.tanh(lin(torch.tanh(lin(ref_x)))).sum().backward()
+    assert torch.allclose(x.grad, ref_x.grad)
