@@ -177,3 +177,64 @@ def test_autocast_state_is_replayed_in_recompute(use_reentrant: bool) -> None:
         y = checkpoint(body, a, w, use_reentrant=use_reentrant, early_stop=False)
     y.sum().backward()  # backward runs outside autocast
     assert dtypes == [torch.bfloat16, torch.bfloat16]  # forward and recompute both in bf16
+
+
+def _draw_after_step(mode: str) -> float:
+    """One forward and backward of a dropout block, then the next number the global CPU
+    generator gives."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 8)
+    x = torch.randn(4, 8, requires_grad=True)
+
+    def block(t: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.dropout(lin(t), p=0.5, training=True)
+
+    if mode == "plain":
+        y = block(x)
+    elif mode == "no-replay":
+        y = checkpoint(block, x, use_reentrant=False, preserve_rng_state=False)
+    else:
+        y = checkpoint(block, x, use_reentrant=(mode == "reentrant"))
+    y.sum().backward()
+    return torch.rand(1).item()
+
+
+def test_recompute_leaves_the_global_random_stream_where_the_plain_model_does() -> None:
+    plain = _draw_after_step("plain")
+    # the replayed recompute draws from a restored copy of the state, then puts it back
+    assert _draw_after_step("non-reentrant") == plain
+    assert _draw_after_step("reentrant") == plain
+    # without replay the recompute draws fresh numbers from the live generator and moves it on
+    assert _draw_after_step("no-replay") != plain
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_gradient_penalty_through_checkpoint_needs_non_reentrant() -> None:
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 8)
+
+    def critic(t: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(lin(t)) ** 2
+
+    x = torch.randn(4, 8, requires_grad=True)
+    (g,) = torch.autograd.grad(critic(x).sum(), x, create_graph=True)
+    g.pow(2).sum().backward()
+    expected = lin.weight.grad.clone()
+
+    lin.zero_grad()
+    y = checkpoint(critic, x, use_reentrant=False)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    g.pow(2).sum().backward()
+    assert torch.equal(lin.weight.grad, expected)
+
+    # reentrant: torch.autograd.grad is refused, and backward(create_graph=True) leaves an
+    # input gradient with no graph behind it, so the penalty cannot be differentiated
+    y = checkpoint(critic, x, use_reentrant=True)
+    with pytest.raises(RuntimeError, match="incompatible with .grad"):
+        torch.autograd.grad(y.sum(), x, create_graph=True)
+    x.grad = None
+    lin.zero_grad()
+    checkpoint(critic, x, use_reentrant=True).sum().backward(create_graph=True)
+    assert x.grad.grad_fn is None
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        x.grad.pow(2).sum().backward()
