@@ -134,3 +134,34 @@ def test_gradients_identical_with_dropout_when_rng_is_replayed() -> None:
         grads[mode] = [p.grad for p in model.parameters()] + [x.grad]
     for mode in ("reentrant", "non-reentrant"):
         assert all(torch.equal(a, b) for a, b in zip(grads["plain"], grads[mode]))
+
+
+def test_linear_saves_its_input_only_for_the_weight_gradient() -> None:
+    torch.manual_seed(0)
+    lin = nn.Linear(64, 64)
+    x = torch.randn(32, 64, requires_grad=True)  # gradients must still flow to earlier layers
+    with SavedMeter(ignore=param_ptrs(lin)) as trainable:
+        y = lin(x)
+    assert trainable.shapes == [((32, 64), torch.float32)]  # the input, for dL/dW = dy^T x
+    y.sum().backward()
+    assert x.grad is not None
+
+    lin.requires_grad_(False)  # frozen weight: dL/dx = dy W needs only W
+    x.grad = None
+    with SavedMeter(ignore=param_ptrs(lin)) as frozen:
+        y = lin(x)
+    assert frozen.shapes == [] and frozen.peak == 0
+    assert frozen.packs == 1  # the weight itself, which is a parameter, not an activation
+    y.sum().backward()
+    assert x.grad is not None
+
+
+def test_saved_activations_grow_in_proportion_to_depth() -> None:
+    held = {}
+    for n in (2, 4, 8):
+        stack = make_stack(n, 32)
+        x = torch.randn(8, 32, requires_grad=True)
+        with SavedMeter(ignore=param_ptrs(stack)) as meter:
+            stack(x)
+        held[n] = meter.live
+    assert held[4] == 2 * held[2] and held[8] == 2 * held[4]
