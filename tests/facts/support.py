@@ -171,6 +171,53 @@ def held_output_bytes(run: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, in
     return out, sum(storages.values())
 
 
+class LiveBytes(TorchDispatchMode):
+    """Bytes of op outputs alive at each moment while the mode is active, and their peak.
+
+    Every tensor an op produces (forward, recompute, gradients) is counted once per storage
+    (by data_ptr) from its creation until the last tensor on that storage is freed, which a
+    weakref.finalize notices. Storages listed in `ignore` (parameters, preallocated .grad
+    buffers) are left out. Unlike the saved-tensor meters it also sees what non-reentrant
+    checkpoint rebuilds during backward, so `peak` is the step's peak of op outputs.
+    """
+
+    def __init__(self, ignore: set[int] | None = None) -> None:
+        super().__init__()
+        self.ignore = ignore or set()
+        self.refs: dict[int, list[int]] = {}
+        self.live = 0
+        self.peak = 0
+
+    def _drop(self, key: int) -> None:
+        entry = self.refs[key]
+        entry[1] -= 1
+        if entry[1] == 0:
+            self.live -= entry[0]
+            del self.refs[key]
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if not isinstance(t, torch.Tensor):
+                continue
+            storage = t.untyped_storage()
+            key = storage.data_ptr()
+            if key in self.ignore or storage.nbytes() == 0:
+                continue
+            entry = self.refs.setdefault(key, [storage.nbytes(), 0])
+            if entry[1] == 0:
+                self.live += entry[0]
+                self.peak = max(self.peak, self.live)
+            entry[1] += 1
+            weakref.finalize(t, self._drop, key)
+        return out
+
+
+def grad_ptrs(m: nn.Module) -> set[int]:
+    """data_ptrs of the .grad buffers of m's parameters (run one backward first)."""
+    return {p.grad.untyped_storage().data_ptr() for p in m.parameters() if p.grad is not None}
+
+
 # ----------------------------------------------------------------------------- op counting
 
 
