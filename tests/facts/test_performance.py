@@ -172,3 +172,50 @@ def test_checkpointing_a_single_pointwise_op_saves_nothing() -> None:
     gelu = torch.nn.functional.gelu
     assert saved(gelu, ckpt=True) == saved(gelu, ckpt=False)  # GELU saved its input anyway
     assert saved(torch.relu, ckpt=True) > saved(torch.relu, ckpt=False)  # ReLU: one more tensor
+
+
+def test_accumulation_adds_no_flops_while_checkpointing_adds_recompute() -> None:
+    layers = make_stack(h=64, layer=Layer)
+    torch.manual_seed(1)
+    batch = torch.randn(64, 64)
+
+    def full(ckpt: bool):  # type: ignore[no-untyped-def]
+        return lambda: run_chain(layers, batch, ckpt=ckpt).sum().backward()
+
+    def accumulated() -> None:
+        for micro in batch.chunk(4):
+            (run_chain(layers, micro).sum() / 4).backward()
+
+    plain = flops(full(False))
+    assert flops(accumulated) == plain  # same total work, in four smaller pieces
+    assert flops(full(True)) > plain  # the recompute is extra work on top
+
+
+def test_checkpointing_every_other_layer_halves_the_recompute() -> None:
+    stack = make_stack(8, 32)
+    x = torch.randn(64, 32, requires_grad=True)
+
+    def every(n: int):  # type: ignore[no-untyped-def]
+        def run() -> None:
+            t = x
+            for i, block in enumerate(stack):
+                t = checkpoint(block, t, use_reentrant=False) if i % n == 0 else block(t)
+            t.sum().backward()
+
+        return run
+
+    plain = flops(lambda: stack(x).sum().backward())
+    extra_all = flops(every(1)) - plain
+    extra_half = flops(every(2)) - plain
+    assert extra_all > 0 and extra_half * 2 == extra_all
+
+    def held(n: int) -> int:
+        with SavedBytes(exclude=stack) as saved:
+            t = x
+            for i, block in enumerate(stack):
+                t = checkpoint(block, t, use_reentrant=False) if i % n == 0 else block(t)
+        return saved.nbytes
+
+    with SavedBytes(exclude=stack) as none:
+        stack(x)
+    assert held(1) < held(2) < none.nbytes  # memory lands between the two extremes
