@@ -194,3 +194,40 @@ def test_gradient_accumulation_matches_full_batch_and_scales_saved_bytes() -> No
     assert one_micro.nbytes * micro == full_saved.nbytes
     # checkpointing the micro-batch shrinks it further
     assert max(micro_saved) < one_micro.nbytes
+
+
+def test_cpu_offload_policy_is_recomputed_in_eager_sac() -> None:
+    import functools
+
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    from tests.facts.support import OpCounter
+
+    assert {"MUST_CPU_OFFLOAD", "PREFER_CPU_OFFLOAD"} <= set(CheckpointPolicy.__members__)
+    torch.manual_seed(0)
+    w1 = torch.randn(16, 16, requires_grad=True)
+    w2 = torch.randn(16, 16, requires_grad=True)
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(torch.relu(x @ w1) @ w2)
+
+    def mm_backward_count(policy: CheckpointPolicy | None) -> int:
+        x = torch.randn(8, 16, requires_grad=True)
+        if policy is None:
+            y = checkpoint(f, x, use_reentrant=False)
+        else:
+
+            def choose(ctx, op, *args, **kwargs):  # type: ignore[no-untyped-def]
+                return policy if op == torch.ops.aten.mm.default else CheckpointPolicy.PREFER_RECOMPUTE
+
+            ctx_fn = functools.partial(create_selective_checkpoint_contexts, choose)
+            y = checkpoint(f, x, use_reentrant=False, context_fn=ctx_fn)
+        with OpCounter() as counter:
+            y.sum().backward()
+        return counter.ops["mm"]
+
+    plain = mm_backward_count(None)
+    assert mm_backward_count(CheckpointPolicy.MUST_SAVE) == plain - 2  # both matmuls kept
+    # eager SAC keeps only *_SAVE outputs: the offload values fall to recompute, like plain AC
+    assert mm_backward_count(CheckpointPolicy.MUST_CPU_OFFLOAD) == plain
+    assert mm_backward_count(CheckpointPolicy.PREFER_CPU_OFFLOAD) == plain
