@@ -119,3 +119,17 @@ def test_in_flight_microbatches_each_hold_their_activations_until_backward() -> 
     assert held_ckpt < held / 4
     for out in outs + outs_ckpt:
         out.sum().backward()
+
+
+def _per_layer_bytes(s: int, b: int, h: int, t: int, full: bool) -> float:
+    """K22's per-layer activation memory: full recompute keeps the 16-bit layer input
+    (2sbh); selective recompute with tensor and sequence parallelism keeps 34sbh/t."""
+    return 2 * s * b * h if full else 34 * s * b * h / t
+
+
+def test_full_recompute_keeps_less_than_selective_until_t_passes_17() -> None:
+    s, b, h = 2048, 1, 12288
+    for t in (1, 2, 4, 8, 16):
+        assert _per_layer_bytes(s, b, h, t, full=True) < _per_layer_bytes(s, b, h, t, full=False)
+    assert _per_layer_bytes(s, b, h, 8, full=False) / _per_layer_bytes(s, b, h, 8, full=True) == 34 / 16
+    assert _per_layer_bytes(s, b, h, 32, full=True) > _per_layer_bytes(s, b, h, 32, full=False)
