@@ -81,3 +81,51 @@ def test_profiler_memory_timeline_export_is_deprecated(tmp_path) -> None:  # typ
     assert any("export_memory_timeline" in m and "deprecated" in m for m in messages)
     assert (tmp_path / "timeline.json").stat().st_size > 0  # still works in 2.13
     assert any("_record_memory_history" in m for m in messages)  # the suggested replacement
+
+
+def test_reading_memory_after_forward_misses_the_backward_peak() -> None:
+    from tests.facts.support import LiveBytes, grad_ptrs, make_stack, param_ptrs
+
+    stack = make_stack(8, 32)
+    segments = [stack[i : i + 4] for i in (0, 4)]
+    x = torch.randn(64, 32, requires_grad=True)
+    stack(x).sum().backward()  # allocate the .grad buffers first, so they are left out
+
+    def step(ckpt: bool) -> tuple[int, int]:
+        with LiveBytes(ignore=param_ptrs(stack) | grad_ptrs(stack)) as meter:
+            t = x
+            for seg in segments:
+                t = checkpoint(seg, t, use_reentrant=False) if ckpt else seg(t)
+            after_forward = meter.live
+            t.sum().backward()
+        return after_forward, meter.peak
+
+    plain_after, plain_peak = step(ckpt=False)
+    ckpt_after, ckpt_peak = step(ckpt=True)
+    assert plain_peak < 1.2 * plain_after  # without checkpointing, forward's end is near the peak
+    assert ckpt_peak > 4 * ckpt_after  # with it, the rebuilt segment pushes the peak into backward
+    assert ckpt_peak < plain_peak  # checkpointing still lowers the real peak
+
+
+def test_pack_hook_sees_every_save_not_every_activation() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64))
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    packed: list[torch.Tensor] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        packed.append(t)
+        return t
+
+    x = torch.randn(32, 64, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    naive = sum(t.numel() * t.element_size() for t in packed)
+    unique = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in packed}
+    activations = sum(n for ptr, n in unique.items() if ptr not in params)
+    relu_out = [t for t in packed if t.untyped_storage().data_ptr() not in params and t is not x]
+    # the ReLU output is saved twice: by ReLU (for its mask) and by the next Linear (its input)
+    assert len(relu_out) == 2 and relu_out[0].untyped_storage().data_ptr() == relu_out[1].untyped_storage().data_ptr()
+    assert any(t.untyped_storage().data_ptr() in params for t in packed)  # weights are packed too
+    assert activations == 2 * 32 * 64 * 4  # x and the ReLU output
+    assert naive > 2 * activations
