@@ -189,13 +189,21 @@ class CeleryBackend:
 
     name = "celery"
 
-    def __init__(self, redis_url: str, queue: str = "demos", timeout_s: float = 120.0, poll_s: float = 0.25) -> None:
+    def __init__(
+        self,
+        redis_url: str,
+        queue: str = "demos",
+        timeout_s: float = 120.0,
+        poll_s: float = 0.25,
+        grace_s: float = 15.0,
+    ) -> None:
         from bot.worker import make_app
 
         self.redis_url = redis_url
         self.queue = queue
         self.timeout_s = timeout_s
         self.poll_s = poll_s
+        self.grace_s = grace_s  # beyond the worker's own hard limit, before the bot gives up
         self.app = make_app(redis_url, timeout_s)
 
     async def unavailable(self) -> str | None:
@@ -219,7 +227,7 @@ class CeleryBackend:
         except Exception as exc:
             log.warning("sending demo %s to Celery failed: %s", job.id, exc)
             raise DemoFailure("Demos are unavailable right now: the demo queue (Redis) cannot be reached.") from None
-        deadline = time.monotonic() + self.timeout_s + 15  # the worker's own hard limit comes first
+        deadline = time.monotonic() + self.timeout_s + self.grace_s  # the worker's hard limit comes first
         seen = 0
         while True:
             try:

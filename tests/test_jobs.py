@@ -1,0 +1,382 @@
+"""Demo jobs with real components: the queue in a real database, real demo processes, a real
+Redis server and a real Celery worker process. Asserts what a member would see: the queue's
+answers, the progress as each strategy finishes, the result or one sentence in the channel."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.core.bank import Bank
+from bot.core.engine import DemoPolicy, StudyEngine
+from bot.core.errors import InvalidInput
+from bot.core.values import (
+    ChannelRef,
+    DemoFailedCard,
+    DemoProgressCard,
+    DemoQueued,
+    DemoResultCard,
+    Posted,
+    UserRef,
+)
+from bot.delivery import Deliverer
+from bot.jobs import CeleryBackend, DemoJobRunner, LocalBackend, run_demo_process
+from bot.store.database import Database
+from bot.store.repository import SqlStore
+from tests.conftest import IN_CI, ROOT, TEST_BANK, FakeClock
+
+SMALL = "checkpoint layers=2 tokens=64 width=16 repeat=1 strategies=none,block"
+CH = ChannelRef("discord", "guild", "demos")
+
+
+def user(name: str, community: str = "guild") -> UserRef:
+    return UserRef("discord", community, name.lower(), name)
+
+
+def posted(engine: StudyEngine, platform: str = "discord") -> list[tuple[ChannelRef, Posted]]:
+    out: list[tuple[ChannelRef, Posted]] = []
+
+    def send(channel: ChannelRef, card: Posted) -> str:
+        out.append((channel, card))
+        return f"m{len(out)}"
+
+    Deliverer(engine, platform).deliver_due(send)
+    return out
+
+
+async def run_one(runner: DemoJobRunner) -> None:
+    """Start the runner, let it claim and finish every claimable job, then stop."""
+    await runner.start()
+    running: set[asyncio.Task[None]] = set()
+    while await runner._claim_and_start(running):  # noqa: SLF001 - drive one pass deterministically
+        pass
+    if running:
+        await asyncio.gather(*running)
+
+
+# ---------------------------------------------------------------- the queue's rules
+
+
+def test_queue_positions_cooldown_and_limit(engine: StudyEngine, clock: FakeClock) -> None:
+    engine.demos = DemoPolicy(cooldown_s=600, max_waiting=2)
+    first = engine.request_demo(user("Ann"), CH, SMALL)
+    assert isinstance(first, DemoQueued) and first.position == 1 and first.module == "demos.checkpoint"
+    second = engine.request_demo(user("Bob"), CH, SMALL)
+    assert second.position == 2
+    with pytest.raises(InvalidInput, match=r"2 demos are already waiting here"):
+        engine.request_demo(user("Cy"), CH, SMALL)
+    clock.advance(minutes=3)
+    with pytest.raises(
+        InvalidInput,
+        match=r"You asked for a demo 3 min ago; one per member every 10 min, so the next one is possible in 7 min",
+    ):
+        engine.request_demo(user("Ann"), CH, SMALL)
+    # another community has its own queue
+    assert engine.request_demo(user("Cy", "other"), ChannelRef("discord", "other", "x"), SMALL).position == 1
+    with pytest.raises(InvalidInput, match="Unknown strategy"):
+        engine.request_demo(user("Dee"), CH, "checkpoint strategies=warp")
+
+
+def test_one_demo_runs_at_a_time_per_community(engine: StudyEngine) -> None:
+    engine.demos = DemoPolicy(cooldown_s=0)
+    a = engine.request_demo(user("Ann"), CH, SMALL)
+    b = engine.request_demo(user("Bob"), CH, SMALL)
+    c = engine.request_demo(user("Cy", "other"), ChannelRef("discord", "other", "x"), SMALL)
+    first = engine.claim_demo("w1", "local")
+    assert first is not None and first.id == a.job_id and first.state == "running"
+    nxt = engine.claim_demo("w2", "local")
+    assert nxt is not None and nxt.id == c.job_id  # guild is busy: the other community's job runs
+    assert engine.claim_demo("w3", "local") is None  # Bob waits for Ann's to end
+    engine.demo_finished(a.job_id, {"results": []}, None)
+    third = engine.claim_demo("w3", "local")
+    assert third is not None and third.id == b.job_id
+
+
+def test_a_restart_fails_running_demos_and_says_so_in_their_channel(engine: StudyEngine, tmp_path: Path) -> None:
+    queued = engine.request_demo(user("Ann"), CH, SMALL)
+    engine.demo_message(queued.job_id, "msg-1")
+    assert engine.claim_demo("old-process", "local") is not None  # then the process died
+    runner = DemoJobRunner(engine, LocalBackend(), tmp_path)
+    asyncio.run(runner.start())
+    [(channel, card)] = posted(engine)
+    assert channel == CH and isinstance(card, DemoFailedCard) and card.message_ref == "msg-1"
+    assert "the bot restarted" in card.text
+    [job] = engine.demo_jobs()
+    assert job.state == "failed" and "restarted" in (job.error or "")
+
+
+# ------------------------------------------------------------- the local back end
+
+
+@pytest.fixture
+def sqlite_engine(sqlite_url: str, test_bank: Bank, clock: FakeClock) -> Iterator[StudyEngine]:
+    """The back-end tests run real demos: one database kind is enough (the queue's rules above
+    run on both)."""
+    db = Database(sqlite_url)
+    yield StudyEngine(SqlStore(db), test_bank, clock=clock)
+    db.dispose()
+
+
+def test_a_local_demo_reports_each_strategy_then_posts_its_result(sqlite_engine: StudyEngine, tmp_path: Path) -> None:
+    queued = sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+    shown: list[DemoProgressCard] = []
+
+    async def show(card: DemoProgressCard) -> None:
+        shown.append(card)
+
+    runner = DemoJobRunner(sqlite_engine, LocalBackend(timeout_s=300), tmp_path / "charts", on_progress=show)
+    asyncio.run(run_one(runner))
+    assert [(c.done, c.total) for c in shown] == [(0, 2), (1, 2), (2, 2)]
+    assert [row[0] for row in shown[1].rows] == ["none"]  # the first figure, before block ran
+    [(channel, card)] = posted(sqlite_engine)
+    assert channel == CH and isinstance(card, DemoResultCard) and card.job_id == queued.job_id
+    assert [row[0] for row in card.rows] == ["none", "block"] and card.rows[1][-1] == "identical"
+    assert card.where and "torch" in card.where and "CPU threads" in card.where
+    assert card.chart and Path(card.chart).read_bytes()[:4] == b"\x89PNG"
+    assert sqlite_engine.demo_jobs()[0].state == "done"
+
+
+def test_a_demo_that_overruns_its_limit_is_killed_and_reported(sqlite_engine: StudyEngine, tmp_path: Path) -> None:
+    sqlite_engine.request_demo(user("Ann"), CH, "checkpoint layers=8 tokens=2048 width=128 repeat=5")
+    started = time.monotonic()
+    asyncio.run(run_one(DemoJobRunner(sqlite_engine, LocalBackend(timeout_s=1), tmp_path)))
+    [(_, card)] = posted(sqlite_engine)
+    assert isinstance(card, DemoFailedCard) and card.text == "The demo did not finish within 1 s and was stopped."
+    assert time.monotonic() - started < 60  # killed, not waited for (a loose bound against a hang)
+
+
+def test_a_demo_process_that_crashes_gives_one_sentence(sqlite_engine: StudyEngine, tmp_path: Path) -> None:
+    crasher = tmp_path / "python"
+    crasher.write_text(
+        "#!/usr/bin/env bash\n"
+        'echo \'{"event": "start", "total": 2}\'\n'
+        "echo 'USDT: profiler_start probe noise' >&2\n"
+        "echo 'RuntimeError: the GPU fell off the bus' >&2\n"
+        "kill -9 $$\n"
+    )
+    crasher.chmod(0o755)
+    sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+    asyncio.run(run_one(DemoJobRunner(sqlite_engine, LocalBackend(python=str(crasher)), tmp_path)))
+    [(_, card)] = posted(sqlite_engine)
+    assert isinstance(card, DemoFailedCard)
+    assert card.text == "The demo refused or failed: RuntimeError: the GPU fell off the bus"  # no USDT noise
+    # the bot goes on: the next member's demo runs
+    sqlite_engine.request_demo(user("Bob"), CH, SMALL)
+    asyncio.run(run_one(DemoJobRunner(sqlite_engine, LocalBackend(timeout_s=300), tmp_path)))
+    [(_, result)] = posted(sqlite_engine)
+    assert isinstance(result, DemoResultCard)
+
+
+def test_the_demo_refuses_what_does_not_fit_before_allocating(tmp_path: Path) -> None:
+    from bot.jobs import DemoFailure
+
+    with pytest.raises(DemoFailure, match="The demo refused or failed: .*"):
+        run_demo_process("demos.checkpoint", ("--layers", "512", "--tokens", "65536", "--width", "4096"), 120)
+
+
+# ------------------------------------------------------------ Redis and Celery
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisServer:
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        assert binary is not None
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(100):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise AssertionError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+            self.proc = None
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
+        if IN_CI:
+            pytest.fail("CI is set but redis-server is not installed: .ci/run must install it")
+        pytest.skip("redis-server is not installed (apt-get install redis-server) to run the Celery tests")
+    server = RedisServer(_free_port())
+    server.start()
+    yield server
+    server.stop()
+
+
+def start_worker(redis: RedisServer, tmp_path: Path, timeout_s: int = 120) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "STUDYBOT_REDIS_URL": redis.url,
+        "STUDYBOT_DEMO_TIMEOUT_S": str(timeout_s),
+        "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'worker-unused.db'}",
+    }
+    log = (tmp_path / "worker.log").open("wb")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "bot", "worker", "--queues", "demos", "--concurrency", "1"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so a test can kill it whole
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if "ready." in (tmp_path / "worker.log").read_text(errors="replace"):
+            return worker
+        if worker.poll() is not None:
+            break
+        time.sleep(0.2)
+    raise AssertionError("the Celery worker did not start:\n" + (tmp_path / "worker.log").read_text(errors="replace"))
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=10)
+
+
+def test_a_celery_worker_runs_the_demo_and_reports_progress(
+    sqlite_engine: StudyEngine, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    worker = start_worker(redis_server, tmp_path)
+    try:
+        sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+        shown: list[DemoProgressCard] = []
+
+        async def show(card: DemoProgressCard) -> None:
+            shown.append(card)
+
+        backend = CeleryBackend(redis_server.url, "demos", timeout_s=120)
+        asyncio.run(run_one(DemoJobRunner(sqlite_engine, backend, tmp_path / "charts", on_progress=show)))
+    finally:
+        kill_group(worker)
+    assert shown and shown[-1].done == 2 and [r[0] for r in shown[-1].rows] == ["none", "block"]
+    [(channel, card)] = posted(sqlite_engine)
+    assert channel == CH and isinstance(card, DemoResultCard) and [r[0] for r in card.rows] == ["none", "block"]
+    assert card.chart and Path(card.chart).read_bytes()[:4] == b"\x89PNG"  # the chart came back through Redis
+    assert sqlite_engine.demo_jobs()[0].backend == "celery"
+
+
+def test_a_worker_killed_mid_demo_gives_a_clear_failure(
+    sqlite_engine: StudyEngine, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    worker = start_worker(redis_server, tmp_path, timeout_s=8)
+    sqlite_engine.request_demo(user("Ann"), CH, "checkpoint layers=16 tokens=2048 width=128 repeat=3")
+    backend = CeleryBackend(redis_server.url, "demos", timeout_s=8, grace_s=2)
+    killed = False
+
+    async def kill_on_first_row(card: DemoProgressCard) -> None:
+        nonlocal killed
+        if not killed:
+            killed = True
+            kill_group(worker)
+
+    try:
+        asyncio.run(run_one(DemoJobRunner(sqlite_engine, backend, tmp_path, on_progress=kill_on_first_row)))
+    finally:
+        kill_group(worker)
+    assert killed
+    [(_, card)] = posted(sqlite_engine)
+    assert isinstance(card, DemoFailedCard)
+    assert "the worker running it stopped answering" in card.text
+    assert sqlite_engine.demo_jobs()[0].state == "failed"
+
+
+def test_redis_down_keeps_quizzes_working_and_demos_return_with_it(
+    sqlite_engine: StudyEngine, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    backend = CeleryBackend(redis_server.url, "demos", timeout_s=120)
+    redis_server.stop()
+    runner = DemoJobRunner(sqlite_engine, backend, tmp_path)
+    sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+    asyncio.run(run_one(runner))
+    assert runner.unavailable_reason == "Demos are unavailable right now: the demo queue (Redis) cannot be reached."
+    [(_, card)] = posted(sqlite_engine)
+    assert isinstance(card, DemoFailedCard) and card.text == runner.unavailable_reason
+    # everything else works without Redis
+    quiz = sqlite_engine.quiz(user("Ann"), CH)
+    assert quiz.kind == "practice"
+    # Redis comes back: the same runner, no restart, runs the next demo
+    redis_server.start()
+    worker = start_worker(redis_server, tmp_path)
+    try:
+        sqlite_engine.demos = DemoPolicy(cooldown_s=0)
+        sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+        asyncio.run(run_one(runner))
+    finally:
+        kill_group(worker)
+    assert runner.unavailable_reason is None
+    [(_, result)] = posted(sqlite_engine)
+    assert isinstance(result, DemoResultCard)
+
+
+def test_the_console_demo_runs_on_a_celery_worker_end_to_end(redis_server: RedisServer, tmp_path: Path) -> None:
+    import json
+
+    worker = start_worker(redis_server, tmp_path)
+    try:
+        env = {
+            **os.environ,
+            "STUDYBOT_WORKER": "celery",
+            "STUDYBOT_REDIS_URL": redis_server.url,
+            "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK),
+            "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'console.db'}",
+            "STUDYBOT_DEMO_OUT_DIR": str(tmp_path / "charts"),
+        }
+        for token in ("DISCORD_TOKEN", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"):
+            env.pop(token, None)
+        done = subprocess.run(
+            [sys.executable, "-m", "bot", "console", "--jsonl", "--no-schedule"],
+            input=f"/demo {SMALL}\n",
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
+    finally:
+        kill_group(worker)
+    assert done.returncode == 0, done.stderr
+    messages = [json.loads(line) for line in done.stdout.splitlines()]
+    assert messages[0]["kind"] == "demo_queued" and messages[-1]["kind"] == "demo"
+    assert [r["strategy"] for r in messages[-1]["data"]["result"]["results"]] == ["none", "block"]
+
+
+def test_a_second_database_process_sees_the_same_queue(db_url: str, test_bank: object, clock: FakeClock) -> None:
+    """Two bot processes on one database (shards): a job is claimed by one of them only."""
+    engines = [StudyEngine(SqlStore(Database(db_url)), test_bank, clock=clock) for _ in range(2)]  # type: ignore[arg-type]
+    engines[0].request_demo(user("Ann"), CH, SMALL)
+    claims = [e.claim_demo(f"w{i}", "local") for i, e in enumerate(engines)]
+    assert sum(c is not None for c in claims) == 1
