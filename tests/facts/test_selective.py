@@ -8,7 +8,7 @@ recompute is measured by counting aten.mm calls during backward.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 import torch
