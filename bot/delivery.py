@@ -35,19 +35,30 @@ def worker_name(platform: str) -> str:
 
 
 class Deliverer:
-    """Delivers the outbox rows of one platform (and, for the console, one community)."""
+    """Delivers the outbox rows of one platform (and, for the console, one community; for a
+    Discord shard, the communities `serves` accepts by id)."""
 
-    def __init__(self, engine: StudyEngine, platform: str, community: str | None = None, batch: int = 20) -> None:
+    def __init__(
+        self,
+        engine: StudyEngine,
+        platform: str,
+        community: str | None = None,
+        batch: int = 20,
+        serves: Callable[[str], bool] | None = None,
+    ) -> None:
         self.engine = engine
         self.platform = platform
         self.community = community
         self.batch = batch
+        self.serves = serves
         self.worker = worker_name(platform)
         self.sent = 0
         self.failed = 0
 
     def _due(self) -> list[Delivery]:
-        return self.engine.due_posts(self.platform, self.worker, self.community, self.batch)
+        if self.serves is None:
+            return self.engine.due_posts(self.platform, self.worker, self.community, self.batch)
+        return self.engine.due_posts(self.platform, self.worker, self.community, self.batch, serves=self.serves)
 
     def _failure(self, item: Delivery, exc: BaseException) -> None:
         self.failed += 1

@@ -73,7 +73,8 @@ class StudyScheduler:
     outbox, and `on_claimed` (when given) tells the deliverers there is something to send.
 
     `platforms` and `community` narrow which communities this process serves (a Discord and
-    Slack process serves both of theirs; the console its own community). `clock` defaults
+    Slack process serves both of theirs; the console its own community), and `accepts`, when
+    given, further (a Discord shard process serves only its shards' guilds). `clock` defaults
     to the engine's, so tests move one fake clock for both."""
 
     def __init__(
@@ -84,11 +85,13 @@ class StudyScheduler:
         community: str | None = None,
         refresh_seconds: int = REFRESH_SECONDS,
         on_claimed: Callable[[], None] | None = None,
+        accepts: Callable[[CommunityRef], bool] | None = None,
     ) -> None:
         self.engine = engine
         self.clock = clock or engine.now
         self.platforms = platforms
         self.community = community
+        self.accepts = accepts
         self.on_claimed = on_claimed
         self.refresh_seconds = refresh_seconds
         self._lock = threading.RLock()
@@ -103,8 +106,10 @@ class StudyScheduler:
         return timing.as_utc(self.clock())
 
     def serves(self, ref: CommunityRef) -> bool:
-        return (self.platforms is None or ref.platform in self.platforms) and (
-            self.community is None or ref.community_id == self.community
+        return (
+            (self.platforms is None or ref.platform in self.platforms)
+            and (self.community is None or ref.community_id == self.community)
+            and (self.accepts is None or self.accepts(ref))
         )
 
     def communities(self) -> list[tuple[CommunityRef, CommunityConfig]]:

@@ -742,14 +742,21 @@ class StudyEngine:
 
     # ------------------------------------------------------------------ outbox
 
-    def due_posts(self, platform: str, worker: str, community: str | None = None, limit: int = 20) -> list[Delivery]:
-        """Claim the posts due for `platform` (optionally one community) for `worker`, with
-        their cards rebuilt from the database. A post whose card can no longer be built (its
-        question left the bank) is given up at once."""
+    def due_posts(
+        self,
+        platform: str,
+        worker: str,
+        community: str | None = None,
+        limit: int = 20,
+        serves: Callable[[str], bool] | None = None,
+    ) -> list[Delivery]:
+        """Claim the posts due for `platform` (optionally one community, or those `serves`
+        accepts by community id) for `worker`, with their cards rebuilt from the database. A
+        post whose card can no longer be built (its question left the bank) is given up at once."""
         now = self.now()
         lease = timedelta(seconds=self.delivery.lease_s)
         with self.store.write() as tx:
-            rows = tx.claim_outbox(platform, community, worker, now, lease, limit)
+            rows = tx.claim_outbox(platform, community, worker, now, lease, limit, serves=serves)
             deliveries = []
             for row in rows:
                 try:

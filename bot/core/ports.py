@@ -3,7 +3,7 @@ and the rules in bot/core never import the database layer."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -84,7 +84,14 @@ class StoreTx(Protocol):
     def claim_week(self, community_id: int, week: str, now: datetime) -> bool: ...
     def enqueue(self, community_id: int, channel_id: str, kind: str, key: str, now: datetime) -> None: ...
     def claim_outbox(
-        self, platform: str, community: str | None, worker: str, now: datetime, lease: timedelta, limit: int
+        self,
+        platform: str,
+        community: str | None,
+        worker: str,
+        now: datetime,
+        lease: timedelta,
+        limit: int,
+        serves: Callable[[str], bool] | None = None,
     ) -> list[OutboxRecord]: ...
     def outbox_row(self, outbox_id: int) -> OutboxRecord | None: ...
     def outbox_sent(self, outbox_id: int, message_ref: str | None, now: datetime) -> None: ...

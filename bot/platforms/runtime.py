@@ -38,9 +38,10 @@ class Runtime:
         self.platforms = platforms
         self.bridge = Bridge(bridge_threads)
         self.deliver_every_s = deliver_every_s
-        self.scheduler = StudyScheduler(engine, platforms=platforms, on_claimed=self.wake)
+        self.scheduler = StudyScheduler(engine, platforms=platforms, on_claimed=self.wake, accepts=self.serves)
         self.deliverers: dict[str, Deliverer] = {}
         self._senders: dict[str, AsyncSend] = {}
+        self._serves: dict[str, Callable[[str], bool]] = {}
         self._progress: dict[str, Callable[[DemoProgressCard], Awaitable[None]]] = {}
         self._wakes: dict[str, asyncio.Event] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -48,10 +49,19 @@ class Runtime:
         self.scheduling = False
         self.demo_runner: DemoJobRunner | None = None  # set by serve(); runs /demo jobs
 
-    def add_sender(self, platform: str, send: AsyncSend) -> None:
-        """The platform's way of posting a card in a channel (returns its message reference)."""
+    def add_sender(self, platform: str, send: AsyncSend, serves: Callable[[str], bool] | None = None) -> None:
+        """The platform's way of posting a card in a channel (returns its message reference).
+        `serves` (a community id -> bool), when given, narrows the communities of that platform
+        this process schedules and delivers for (a Discord shard's guilds)."""
         self._senders[platform] = send
-        self.deliverers[platform] = Deliverer(self.engine, platform)
+        if serves is not None:
+            self._serves[platform] = serves
+        self.deliverers[platform] = Deliverer(self.engine, platform, serves=serves)
+
+    def serves(self, community: CommunityRef) -> bool:
+        """Whether this process schedules that community's rounds (the scheduler asks)."""
+        accepts = self._serves.get(community.platform)
+        return accepts is None or accepts(community.community_id)
 
     def add_progress(self, platform: str, show: Callable[[DemoProgressCard], Awaitable[None]]) -> None:
         """The platform's way of showing a running demo's progress (edit the queued message)."""

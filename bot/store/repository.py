@@ -7,7 +7,7 @@ sees a Connection. Both SQLite and PostgreSQL run the same statements."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -530,11 +530,20 @@ class SqlTx:
         )
 
     def claim_outbox(
-        self, platform: str, community: str | None, worker: str, now: datetime, lease: timedelta, limit: int
+        self,
+        platform: str,
+        community: str | None,
+        worker: str,
+        now: datetime,
+        lease: timedelta,
+        limit: int,
+        serves: Callable[[str], bool] | None = None,
     ) -> list[OutboxRecord]:
         """Take up to `limit` due rows for `worker` until `now + lease`. A row claimed by a
         live lease is skipped; on PostgreSQL rows another transaction is claiming are skipped
-        (SKIP LOCKED), on SQLite the write transaction already holds the only write lock."""
+        (SKIP LOCKED), on SQLite the write transaction already holds the only write lock.
+        `serves` (a community's external id -> bool) keeps only the communities this process
+        serves (a Discord shard's guilds); the others' rows are left unclaimed."""
         query = (
             select(Outbox, col(Community.external_id))
             .join(Community, col(Community.id) == col(Outbox.community_id))
@@ -545,13 +554,16 @@ class SqlTx:
                 or_(col(Outbox.claimed_until).is_(None), col(Outbox.claimed_until) < now),
             )
             .order_by(col(Outbox.next_try), col(Outbox.id))
-            .limit(limit)
         )
+        if serves is None:
+            query = query.limit(limit)
         if community is not None:
             query = query.where(col(Community.external_id) == community)
         if self.dialect == "postgresql":
             query = query.with_for_update(skip_locked=True, of=Outbox)
         rows = self.conn.execute(query).all()
+        if serves is not None:
+            rows = [row for row in rows if serves(row.external_id)][:limit]
         if not rows:
             return []
         ids = [row.id for row in rows]
