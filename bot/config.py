@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +47,34 @@ class Settings(BaseSettings):
     discord_guild: int | None = None
     # Seconds discord.py waits for GUILD_CREATEs before READY (tests shorten it).
     discord_guild_ready_timeout: float = Field(default=2.0, gt=0, le=60)
+    # Sharding: run shards STUDYBOT_DISCORD_SHARD_IDS (comma-separated, default all) of
+    # STUDYBOT_DISCORD_SHARD_COUNT in this process; processes on one database split the guilds
+    # ((guild_id >> 22) % count), each scheduling and posting only its shards' guilds.
+    discord_shard_count: int | None = Field(default=None, ge=1, le=65536)
+    discord_shard_ids: str = ""
+
+    @field_validator("discord_shard_ids")
+    @classmethod
+    def _shard_ids(cls, value: str) -> str:
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+        if not all(p.isdigit() for p in parts):
+            raise ValueError("STUDYBOT_DISCORD_SHARD_IDS is a comma-separated list of shard numbers, such as 0,1")
+        return ",".join(str(n) for n in sorted({int(p) for p in parts}))
+
+    @model_validator(mode="after")
+    def _shards_fit(self) -> Settings:
+        ids = self.discord_shards()
+        if ids and self.discord_shard_count is None:
+            raise ValueError("STUDYBOT_DISCORD_SHARD_IDS needs STUDYBOT_DISCORD_SHARD_COUNT too")
+        if ids and self.discord_shard_count is not None and max(ids) >= self.discord_shard_count:
+            raise ValueError(f"shard ids run from 0 to {self.discord_shard_count - 1} (STUDYBOT_DISCORD_SHARD_COUNT)")
+        return self
+
+    def discord_shards(self) -> tuple[int, ...]:
+        """The shard ids this process runs (all of the count when none are named)."""
+        if self.discord_shard_ids:
+            return tuple(int(p) for p in self.discord_shard_ids.split(","))
+        return tuple(range(self.discord_shard_count)) if self.discord_shard_count else ()
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_APP_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET"))
