@@ -64,6 +64,8 @@ __all__ = [
 ]
 
 LOW_BANK = 7
+# How long a platform event id is remembered (Slack retries within minutes).
+EVENT_MEMORY = timedelta(days=1)
 
 
 def utcnow() -> datetime:
@@ -350,6 +352,37 @@ class StudyEngine:
         if choice is None:
             return None
         return self.answer(user, pending.id, choice)
+
+    def answer_reply(
+        self, user: UserRef, question_ref: str, text: str, event_id: str | None = None
+    ) -> AnswerFeedback | AlreadyAnswered | RoundClosed | None:
+        """A reply in the thread of a daily round's question post (`question_ref`: the
+        platform's reference of that post, as kept on the round, e.g. Slack's
+        "C123:1700000000.000100") answers THAT round, whatever practice question the member
+        has pending. None when the thread is not a round's or the text is not an answer.
+
+        `event_id` (the platform's id of the event) makes a redelivery harmless even after a
+        restart: an answer-like event seen before returns None. It is noted just before the
+        answer, so an event whose handling dies in between is lost, never answered twice."""
+        if len(text) > MAX_TEXT:
+            raise InvalidInput(f"That message is {len(text):,} characters long; the limit is {MAX_TEXT:,}.")
+        with self.store.read() as tx:
+            community = tx.find_community(user.platform, user.community_id)
+            row = None if community is None else tx.daily_by_ref(community.id, question_ref)
+        if row is None:
+            return None
+        question = self.bank.get(row.question_id)
+        if question is None:
+            return None
+        choice = parse_choice(text, [question.choices[i].text for i in self._order(row, question)])
+        if choice is None:
+            return None
+        if event_id is not None:
+            with self.store.write() as tx:
+                if not tx.claim_event(user.platform, event_id, self.now(), EVENT_MEMORY):
+                    log.info("%s event %s again: already handled", user.platform, event_id)
+                    return None
+        return self.answer(user, row.id, choice)
 
     # -------------------------------------------------------------- close/reveal
 

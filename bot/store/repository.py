@@ -28,6 +28,7 @@ from bot.store.tables import (
     LeaderboardPost,
     Member,
     Outbox,
+    PlatformEvent,
     PlatformState,
     Review,
     Round,
@@ -288,6 +289,31 @@ class SqlTx:
 
     def set_round_ref(self, round_id: int, message_ref: str) -> None:
         self.conn.execute(update(Round).where(col(Round.id) == round_id).values(message_ref=message_ref[:128]))
+
+    def daily_by_ref(self, community_id: int, message_ref: str) -> RoundRecord | None:
+        """The community's daily round whose question post has this platform reference."""
+        row = self.conn.execute(
+            select(Round)
+            .where(
+                col(Round.community_id) == community_id,
+                col(Round.kind) == "daily",
+                col(Round.message_ref) == message_ref[:128],
+            )
+            .order_by(col(Round.id).desc())
+            .limit(1)
+        ).first()
+        return _round(row) if row else None
+
+    def claim_event(self, platform: str, event_id: str, now: datetime, keep: timedelta) -> bool:
+        """Note a platform event as handled; False when it was noted before (a retry). Events
+        older than `keep` are forgotten on the way."""
+        self.conn.execute(delete(PlatformEvent).where(col(PlatformEvent.seen_at) < now - keep))
+        claimed = self.conn.execute(
+            insert_ignoring(self.conn, PlatformEvent, ["platform", "event_id"])
+            .values(platform=platform, event_id=event_id[:64], seen_at=now)
+            .returning(col(PlatformEvent.event_id))
+        ).scalar()
+        return claimed is not None
 
     # ---------------------------------------------------------------- answers
 

@@ -191,3 +191,15 @@ class PlatformState(SQLModel, table=True):
     key: str = Field(max_length=100, primary_key=True)
     value: str = Field(max_length=500)
     updated_at: datetime
+
+
+class PlatformEvent(SQLModel, table=True):
+    """Platform events already handled (Slack's event_id), kept about a day, so that a retry
+    arriving after a restart is not answered twice."""
+
+    __tablename__ = "platform_events"
+    __table_args__ = (Index("ix_platform_events_seen", "seen_at"),)
+
+    platform: str = Field(max_length=16, primary_key=True)
+    event_id: str = Field(max_length=64, primary_key=True)
+    seen_at: datetime
