@@ -8,7 +8,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 from bot.core import choices as codec
@@ -19,6 +19,7 @@ from bot.core.community import CONFIG_ALIASES, CONFIG_KEYS, CommunityConfig, par
 from bot.core.demo_request import parse_demo
 from bot.core.demo_result import outcome_card, progress_card
 from bot.core.errors import InvalidInput, NotFound
+from bot.core.item_analysis import UNANSWERED, ItemStats, analyse
 from bot.core.ports import Store, StoreTx
 from bot.core.records import DemoJobRecord, NewAnswer, OutboxRecord, RoundRecord
 from bot.core.text import MAX_TEXT, clean_name, looks_like_letter, parse_choice
@@ -603,7 +604,28 @@ class StudyEngine:
             board = scoring.rank_rows(tx.board(config.id, week))
             if config.channel_id is not None:
                 tx.enqueue(config.id, config.channel_id, "leaderboard", week, now)
-        return LeaderboardCard(community=community.community_id, scope=week, rows=tuple(r for _, r in board))
+            flagged = tuple(stats.question_id for stats in self._flagged(tx, config.id))
+        return LeaderboardCard(
+            community=community.community_id, scope=week, rows=tuple(r for _, r in board), flagged=flagged
+        )
+
+    def _flagged(self, tx: StoreTx, community_id: int) -> list[ItemStats]:
+        """The community's questions the item analysis flags (a likely wrong key, too easy, a
+        distractor nobody picks), from its members' answers; unanswered ones are not news."""
+        found = []
+        for stats in analyse(tx.answer_rows(community_id), self.bank.questions):
+            flags = tuple(flag for flag in stats.flags if flag != UNANSWERED)
+            if flags:
+                found.append(replace(stats, flags=flags))
+        return found
+
+    def _flag_alerts(self, tx: StoreTx, community_id: int) -> tuple[str, ...]:
+        lines: list[str] = []
+        for stats in self._flagged(tx, community_id):
+            question = self.bank.get(stats.question_id)
+            texts = [c.text for c in question.choices] if question else []
+            lines.extend(f"Question {line}" for line in stats.describe(texts))
+        return tuple(lines)
 
     # --------------------------------------------------------- forget, config
 
@@ -630,6 +652,7 @@ class StudyEngine:
         with self.store.write() as tx:
             current = self._community(tx, community)
             alerts = tuple(self._alert(item) for item in tx.undelivered(current.id))
+            alerts += self._flag_alerts(tx, current.id)
             if key is None:
                 return ConfigCard(community=current.name, settings=current.as_pairs(), alerts=alerts)
             column, stored = parse_setting(key, value)
@@ -814,7 +837,8 @@ class StudyEngine:
         if row.kind == "reveal":
             return self._reveal(tx, int(row.key))
         board = scoring.rank_rows(tx.board(row.community_id, row.key))
-        return LeaderboardCard(community=row.community, scope=row.key, rows=tuple(r for _, r in board))
+        flagged = tuple(stats.question_id for stats in self._flagged(tx, row.community_id))
+        return LeaderboardCard(community=row.community, scope=row.key, rows=tuple(r for _, r in board), flagged=flagged)
 
     def delivered(self, outbox_id: int, message_ref: str | None) -> None:
         """A post reached its channel: keep the platform's reference to it (the question's is

@@ -22,6 +22,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from bot.core.bank import Question
+from bot.core.records import AnswerRow
+
+__all__ = ["AnswerRow", "ItemStats", "analyse", "point_biserial"]
 
 MIN_ANSWERS = 10  # no flag (but unanswered) before a question has this many answers
 TOO_EASY_SHARE = 0.95  # share right at or above which a question is too easy
@@ -37,16 +40,6 @@ FLAGS = (WRONG_KEY, TOO_EASY, DEAD_DISTRACTOR, UNANSWERED)
 
 
 @dataclass(frozen=True)
-class AnswerRow:
-    """One answer: who (any stable key of a member), to what, which choice (bank file order)."""
-
-    question_id: str
-    member: str
-    choice: int
-    correct: bool
-
-
-@dataclass(frozen=True)
 class ItemStats:
     question_id: str
     key: int  # the correct choice's index in the bank file
@@ -58,8 +51,15 @@ class ItemStats:
     suspect_choice: int | None = None  # wrong-key: the wrong choice the strongest members pick
     dead_choices: tuple[int, ...] = ()  # dead-distractor: the choices nobody picks
 
-    def describe(self) -> list[str]:
-        """One plain sentence per flag, for an admin."""
+    def describe(self, texts: Sequence[str] = ()) -> list[str]:
+        """One plain sentence per flag, for an admin. With the choices' `texts` (file order),
+        choices are named by their text, since every round shows them in its own order."""
+
+        def letter(index: int) -> str:
+            if 0 <= index < len(texts):
+                return f'"{texts[index][:40]}"'
+            return _file_letter(index)
+
         lines = []
         for flag in self.flags:
             if flag == WRONG_KEY and self.suspect_choice is not None:
@@ -77,8 +77,11 @@ class ItemStats:
         return lines
 
 
-def letter(index: int) -> str:
+def _file_letter(index: int) -> str:
     return chr(ord("A") + index)
+
+
+letter = _file_letter  # the CLI's table names choices by their letter in the bank file
 
 
 def _pct(share: float | None) -> str:

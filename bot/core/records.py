@@ -86,3 +86,14 @@ class DemoJobRecord:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """One answer for the item analysis: who (any stable key of a member), to what, which
+    choice (in the bank file's order), and whether it was right."""
+
+    question_id: str
+    member: str
+    choice: int
+    correct: bool

@@ -140,6 +140,18 @@ def leaderboard_row(row: LeaderboardRow) -> str:
 EMPTY_BOARD = "No points yet."
 
 
+def leaderboard_lines(card: LeaderboardCard) -> list[str]:
+    """The ranked rows (or that nobody scored), then a line for admins when questions are flagged."""
+    lines = [leaderboard_row(row) for row in card.rows] or [EMPTY_BOARD]
+    if card.flagged:
+        shown = ", ".join(card.flagged[:5]) + (f" and {len(card.flagged) - 5} more" if len(card.flagged) > 5 else "")
+        lines.append(
+            f"For admins: the answers suggest {count(len(card.flagged), 'question')} need a look ({shown}); "
+            "/config shows why."
+        )
+    return lines
+
+
 # -------------------------------------------------------------- the rest
 
 

@@ -162,14 +162,14 @@ def render(card: object) -> list[Message]:
             }
             return [Message("user", "score", "\n".join(wording.score_lines(card)), data)]
         case LeaderboardCard():
-            body = _indent(wording.leaderboard_row(r) for r in card.rows) or f"  {wording.EMPTY_BOARD}"
+            body = _indent(wording.leaderboard_lines(card))
             rows = [{"rank": r.rank, "user": r.user, "points": r.points} for r in card.rows]
             return [
                 Message(
                     "channel",
                     "leaderboard",
                     f"{wording.leaderboard_title(card)}\n{body}",
-                    {"scope": card.scope, "rows": rows},
+                    {"scope": card.scope, "rows": rows, "flagged": list(card.flagged)},
                 )
             ]
         case NothingDue():

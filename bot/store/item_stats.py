@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, Table, select
 
-from bot.core.item_analysis import AnswerRow
+from bot.core.records import AnswerRow
 from bot.store.tables import Answer, Community, Round
 
 answers: Table = Answer.__table__  # type: ignore[attr-defined]
@@ -26,8 +26,10 @@ def file_index(displayed: int, choice_order: str | None) -> int:
     return order[displayed] if 0 <= displayed < len(order) else displayed
 
 
-def answer_rows(conn: Connection, platform: str | None = None, external_id: str | None = None) -> list[AnswerRow]:
-    """Every answer, or those of the communities matching platform and/or external id."""
+def answer_rows(
+    conn: Connection, platform: str | None = None, external_id: str | None = None, community_id: int | None = None
+) -> list[AnswerRow]:
+    """Every answer, or those of the communities matching platform and/or external id (or id)."""
     columns = [rounds.c.question_id, answers.c.member_id, answers.c.choice, answers.c.correct]
     if HAS_CHOICE_ORDER:
         columns.append(rounds.c.choice_order)
@@ -38,6 +40,8 @@ def answer_rows(conn: Connection, platform: str | None = None, external_id: str 
             query = query.where(communities.c.platform == platform)
         if external_id is not None:
             query = query.where(communities.c.external_id == external_id)
+    if community_id is not None:
+        query = query.where(answers.c.community_id == community_id)
     query = query.order_by(answers.c.id)
     return [
         AnswerRow(

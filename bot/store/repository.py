@@ -16,9 +16,9 @@ from sqlalchemy import Connection, and_, delete, func, insert, or_, select, upda
 from sqlmodel import col
 
 from bot.core.community import CommunityConfig
-from bot.core.records import AnswerContext, DemoJobRecord, NewAnswer, OutboxRecord, RoundRecord
+from bot.core.records import AnswerContext, AnswerRow, DemoJobRecord, NewAnswer, OutboxRecord, RoundRecord
 from bot.core.values import CommunityRef
-from bot.store import statements
+from bot.store import item_stats, statements
 from bot.store.database import Database, insert_ignoring
 from bot.store.tables import (
     Answer,
@@ -697,6 +697,12 @@ class SqlTx:
             )
 
     # -------------------------------------------------------------- demo jobs
+    # ----------------------------------------------------------- item analysis
+
+    def answer_rows(self, community_id: int) -> list[AnswerRow]:
+        """Every answer of the community, its choice in the bank file's order."""
+        return item_stats.answer_rows(self.conn, community_id=community_id)
+
 
     def _jobs(self) -> Any:
         return select(DemoJob, col(Community.platform), col(Community.external_id)).join(

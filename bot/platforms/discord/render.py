@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -141,8 +141,8 @@ def reveal(card: RevealCard) -> Reply:
 
 
 def leaderboard(card: LeaderboardCard, public: bool = False) -> Reply:
-    rows = [safe(wording.leaderboard_row(row)) for row in card.rows[:50]]
-    body = "\n".join(rows) or wording.EMPTY_BOARD
+    rows = [safe(line) for line in wording.leaderboard_lines(replace(card, rows=card.rows[:50]))]
+    body = "\n".join(rows)
     return Reply(embed=embed(wording.leaderboard_title(card), body), public=public)
 
 

@@ -142,7 +142,7 @@ def reveal(card: RevealCard) -> SlackMessage:
 
 
 def leaderboard(card: LeaderboardCard) -> SlackMessage:
-    rows = [wording.leaderboard_row(row) for row in card.rows] or [wording.EMPTY_BOARD]
+    rows = wording.leaderboard_lines(card)
     title = wording.leaderboard_title(card)
     return _message(f"{title}\n" + "\n".join(rows), [bold(title), section("\n".join(rows))])
 
