@@ -88,3 +88,12 @@ class Settings(BaseSettings):
     # HTTP mode (no SLACK_APP_TOKEN): where Slack's requests arrive (`studybot run --port` overrides).
     host: str = "0.0.0.0"
     port: int = Field(default=3000, ge=1, le=65535)
+    # The study web page (leaderboards, a member's progress, the bank, demos, admin): served by
+    # the bot process on this port when set (`studybot web --port N` serves it alone).
+    web_port: int | None = Field(default=None, ge=1, le=65535)
+    web_host: str = "0.0.0.0"
+    # The page's public base URL, as people reach it (https://study.example.org); /score and
+    # /config reply with signed links under it. Links are signed with the secret and expire.
+    web_url: str | None = None
+    web_secret: SecretStr | None = None
+    web_link_hours: float = Field(default=168.0, gt=0, le=24 * 366)

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bot.core.bank import TOPICS
 from bot.core.errors import InvalidInput
 
-CONFIG_KEYS = ("channel", "timezone", "daily_time", "window_hours", "topics", "paused")
+CONFIG_KEYS = ("channel", "timezone", "daily_time", "window_hours", "topics", "paused", "web")
 # What chat commands may say instead (Discord's and Slack's /config use the short names).
 CONFIG_ALIASES = {"time": "daily_time", "window": "window_hours", "tz": "timezone", "zone": "timezone"}
 # Admin actions that are not settings: pause/resume set `paused`; post-now opens today's round.
@@ -30,6 +30,7 @@ class CommunityConfig:
     channel_id: str | None
     topics: tuple[str, ...]
     paused: bool
+    web_public: bool = False  # its web pages: public, or private (signed links only)
 
     def as_pairs(self) -> tuple[tuple[str, str], ...]:
         return (
@@ -39,6 +40,7 @@ class CommunityConfig:
             ("window_hours", str(self.window_hours)),
             ("topics", ",".join(self.topics) or "all"),
             ("paused", "on" if self.paused else "off"),
+            ("web", "public" if self.web_public else "private"),
         )
 
 
@@ -76,6 +78,10 @@ def parse_setting(key: str, value: str | None) -> tuple[str, Any]:
         if unknown:
             raise InvalidInput(f"Unknown topic '{unknown[0][:40]}'. Topics: {', '.join(TOPICS)}.")
         return "topics", ",".join(dict.fromkeys(topics))
+    if key == "web":
+        if text.lower() in ("public", "private"):
+            return "web_public", text.lower() == "public"
+        raise InvalidInput("web must be public or private.")
     if text.lower() in ("on", "true", "yes", "1"):
         return "paused", True
     if text.lower() in ("off", "false", "no", "0"):

@@ -138,6 +138,7 @@ class ScoreCard:
     streak: int
     best_streak: int
     reviews_due: int
+    link: str | None = None  # a signed, expiring link to the member's web page, when one is set up
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ class ConfigCard:
     settings: tuple[tuple[str, str], ...]
     changed: str | None = None
     alerts: tuple[str, ...] = ()  # what an admin should know: posts that could not be delivered
+    link: str | None = None  # a signed, expiring link to the community's admin page
 
 
 @dataclass(frozen=True)
@@ -314,3 +316,130 @@ Card = (
     | DemoFailedCard
     | HomeCard
 )
+
+
+# ------------------------------------------------------------------ web pages
+
+
+@dataclass(frozen=True)
+class WebCommunity:
+    """Who a web page belongs to: the community, and whether its pages are public."""
+
+    ref: CommunityRef
+    name: str
+    public: bool
+    timezone: str
+
+
+@dataclass(frozen=True)
+class LeaderboardPage:
+    """A leaderboard for the web: one page of rows of the whole ranking, with its weeks."""
+
+    community: WebCommunity
+    scope: str  # an ISO week, or "all"
+    rows: tuple[LeaderboardRow, ...]
+    members: int  # ranked members in all
+    page: int
+    pages: int
+    this_week: str
+    previous_week: str | None  # None on the all-time board
+    next_week: str | None  # None when `scope` is this week (or all time)
+    highlight: str | None = None  # the member's own name, when a member's link shows the board
+
+
+@dataclass(frozen=True)
+class WeekPoints:
+    week: str
+    points: int
+
+
+@dataclass(frozen=True)
+class TopicAccuracy:
+    topic: str
+    answered: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.answered if self.answered else 0.0
+
+
+@dataclass(frozen=True)
+class MissedQuestion:
+    """A question the member got wrong, with every choice's why (letters in the bank's order)."""
+
+    question_id: str
+    topic: str
+    prompt: str
+    chosen: str  # the letter of what they chose
+    answer: str
+    choices: tuple[ChoiceReveal, ...]  # count: 1 on the choice they made, else 0
+    explain: str | None
+    refs: tuple[str, ...]
+    answered_at: datetime
+
+
+@dataclass(frozen=True)
+class MemberPage:
+    community: WebCommunity
+    score: ScoreCard
+    weeks: tuple[WeekPoints, ...]  # oldest first, weeks without points included
+    topics: tuple[TopicAccuracy, ...]
+    missed: tuple[MissedQuestion, ...]  # newest first
+    next_review: datetime | None
+
+
+@dataclass(frozen=True)
+class BankEntry:
+    question_id: str
+    topic: str
+    difficulty: int
+    prompt: str
+    choices: tuple[ChoiceReveal, ...]  # in the bank's order; count unused (0)
+    explain: str | None
+    trap: str | None
+    refs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BankPage:
+    """The questions already revealed in the community (never one in an open daily round)."""
+
+    community: WebCommunity
+    topics: tuple[tuple[str, int, int], ...]  # topic, revealed here, in the bank
+    topic: str | None
+    questions: tuple[BankEntry, ...]
+    page: int
+    pages: int
+    hidden: int  # questions of this topic (or all) not yet revealed here
+
+
+@dataclass(frozen=True)
+class DemoEntry:
+    job_id: int
+    module: str
+    user: str
+    state: str
+    created_at: datetime
+    finished_at: datetime | None
+    result: DemoResultCard | None
+    error: str | None
+    has_chart: bool
+
+
+@dataclass(frozen=True)
+class DemosPage:
+    community: WebCommunity
+    demos: tuple[DemoEntry, ...]  # newest first
+
+
+@dataclass(frozen=True)
+class AdminPage:
+    community: WebCommunity
+    settings: tuple[tuple[str, str], ...]
+    next_daily: datetime | None  # the next daily round's time (UTC), None when paused or no channel
+    next_close: datetime | None
+    next_leaderboard: datetime | None
+    alerts: tuple[str, ...]  # posts that failed or were given up
+    demos: tuple[DemoEntry, ...]
+    flagged: tuple[tuple[str, tuple[str, ...]], ...]  # question id, what the item analysis says

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
 from sqlmodel import col
 
 from bot.core.community import CommunityConfig
@@ -45,6 +45,7 @@ def _config(row: Any) -> CommunityConfig:
         channel_id=row.channel_id,
         topics=tuple(t for t in row.topics.split(",") if t),
         paused=row.paused,
+        web_public=bool(row.web_public),
     )
 
 
@@ -850,4 +851,64 @@ class SqlTx:
 
     def recent_demos(self, limit: int) -> list[DemoJobRecord]:
         rows = self.conn.execute(self._jobs().order_by(col(DemoJob.id).desc()).limit(limit)).all()
+        return [self._job(row) for row in rows]
+
+    # ---------------------------------------------------------------- web pages
+
+    def member_named(self, community_id: int, user_id: str) -> tuple[int, str] | None:
+        row = self.conn.execute(
+            select(col(Member.id), col(Member.display_name)).where(
+                col(Member.community_id) == community_id, col(Member.user_id) == user_id
+            )
+        ).first()
+        return None if row is None else (int(row[0]), str(row[1]))
+
+    def week_points(self, member_id: int) -> dict[str, int]:
+        """Points per ISO week of one member (weeks with answers only)."""
+        rows = self.conn.execute(
+            select(col(Answer.week), func.sum(col(Answer.points)))
+            .where(col(Answer.member_id) == member_id)
+            .group_by(col(Answer.week))
+        ).all()
+        return {week: int(points or 0) for week, points in rows}
+
+    def question_outcomes(self, member_id: int) -> list[tuple[str, int, int]]:
+        """Per question a member answered: (question id, answers, correct ones)."""
+        correct = func.sum(case((col(Answer.correct), 1), else_=0))
+        rows = self.conn.execute(
+            select(col(Round.question_id), func.count(), correct)
+            .select_from(Answer)
+            .join(Round, col(Round.id) == col(Answer.round_id))
+            .where(col(Answer.member_id) == member_id)
+            .group_by(col(Round.question_id))
+        ).all()
+        return [(question_id, int(count), int(right or 0)) for question_id, count, right in rows]
+
+    def missed_answers(self, member_id: int, limit: int) -> list[tuple[str, int, str | None, datetime]]:
+        """A member's wrong answers, newest first: (question id, shown choice, the round's order, when)."""
+        rows = self.conn.execute(
+            select(col(Round.question_id), col(Answer.choice), col(Round.choice_order), col(Answer.answered_at))
+            .select_from(Answer)
+            .join(Round, col(Round.id) == col(Answer.round_id))
+            .where(col(Answer.member_id) == member_id, col(Answer.correct).is_(False))
+            .order_by(col(Answer.answered_at).desc(), col(Answer.id).desc())
+            .limit(limit)
+        ).all()
+        return [(r[0], int(r[1]), r[2], r[3]) for r in rows]
+
+    def daily_questions(self, community_id: int) -> tuple[set[str], set[str]]:
+        """The questions of the community's daily rounds: (revealed in a closed round, in an open one)."""
+        rows = self.conn.execute(
+            select(col(Round.question_id), col(Round.closed_at).is_(None))
+            .where(col(Round.community_id) == community_id, col(Round.kind) == "daily")
+            .distinct()
+        ).all()
+        revealed = {question_id for question_id, still_open in rows if not still_open}
+        open_now = {question_id for question_id, still_open in rows if still_open}
+        return revealed, open_now
+
+    def community_demos(self, community_id: int, limit: int) -> list[DemoJobRecord]:
+        rows = self.conn.execute(
+            self._jobs().where(col(DemoJob.community_id) == community_id).order_by(col(DemoJob.id).desc()).limit(limit)
+        ).all()
         return [self._job(row) for row in rows]

@@ -23,6 +23,8 @@ class Community(SQLModel, table=True):
     topics: str = Field(default="", max_length=400)
     paused: bool = Field(default=False)
     created_at: datetime
+    # Its web pages: private (signed links only) unless an admin sets `/config web public`.
+    web_public: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
 
 
 class Member(SQLModel, table=True):
