@@ -299,6 +299,7 @@ OPTIONS = {
     "layers": "Blocks in the model (1-512).",
     "tokens": "Tokens per batch (1-65536).",
     "width": "Hidden width (8-4096).",
+    "repeat": "Timed runs per strategy (1-20).",
     "strategies": "Comma-separated: none, block, sqrt, selective, offload.",
     "model": "blocks (transformer-like) or chain.",
     "preset": "A published model shape.",
