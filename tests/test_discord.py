@@ -19,15 +19,24 @@ import yarl
 from bot.config import Settings
 from bot.core import choices as codec
 from bot.core.bank import Bank
-from bot.core.engine import StudyEngine
-from bot.core.values import ChannelRef, DemoFailedCard, DemoProgressCard, DemoResultCard, RevealCard
+from bot.core.engine import DeliveryPolicy, StudyEngine
+from bot.core.values import (
+    ChannelRef,
+    CommunityRef,
+    DemoFailedCard,
+    DemoProgressCard,
+    DemoResultCard,
+    QuestionCard,
+    RevealCard,
+)
+from bot.jobs import DemoJobRunner, LocalBackend
 from bot.platforms.discord import build_bot
-from bot.platforms.discord.app import StudyBot, send_failure
+from bot.platforms.discord.app import ShardedStudyBot, StudyBot, guild_shard, send_failure
 from bot.platforms.runtime import Runtime
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import TEST_BANK, FakeClock
-from tests.fakes.discord_server import EPHEMERAL, FakeDiscord, snowflake, user
+from tests.fakes.discord_server import EPHEMERAL, FakeDiscord, guild_id_for_shard, snowflake, user
 
 ORIGINAL_GATEWAY = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
 ORIGINAL_BASE = discord.http.Route.BASE
@@ -64,16 +73,34 @@ class World:
     channel: str
     other_channel: str
 
-    async def start(self) -> Running:
-        engine = StudyEngine(SqlStore(Database(self.settings.database_url)), self.bank, clock=self.clock)
+    async def start(
+        self,
+        settings: Settings | None = None,
+        schedule: bool = False,
+        delivery: DeliveryPolicy | None = None,
+        demos: Path | None = None,
+    ) -> Running:
+        """A bot process: its own engine and Runtime on the shared database (`schedule`: the
+        scheduler runs, catch-up first; `demos`: a local demo-job runner writing charts there)."""
+        settings = settings or self.settings
+        engine = StudyEngine(SqlStore(Database(settings.database_url)), self.bank, clock=self.clock, delivery=delivery)
         runtime = Runtime(engine, ("discord",), deliver_every_s=0.2)
-        bot = build_bot(self.settings, runtime)
+        if demos is not None:
+            runtime.demo_runner = DemoJobRunner(
+                engine,
+                LocalBackend(timeout_s=300),
+                demos,
+                on_progress=runtime.demo_progress,
+                on_finished=runtime.wake,
+                poll_s=0.2,
+            )
+        bot = build_bot(settings, runtime)
         await bot.login("fake-token")
         task = asyncio.create_task(bot.connect(reconnect=False))
         await asyncio.wait_for(bot.study.ready.wait(), 10)
         await asyncio.sleep(0.05)
         assert not task.done(), task.exception()  # the gateway connection parsed everything so far
-        await runtime.start(schedule=False)
+        await runtime.start(schedule=schedule)
         return Running(bot, runtime, task)
 
     async def slash(self, name: str, who: dict[str, Any], admin: bool = False, **options: Any) -> dict[str, Any]:
@@ -352,7 +379,7 @@ async def test_demo_cards_render_and_progress_edits(world: World, tmp_path: Path
             [{"name": "checkpoint", "type": 1, "options": [{"name": "layers", "type": 4, "value": 4}]}],
         )
         shown = await fake.answered(interaction)
-        assert interaction.responses[0]["type"] == 5  # deferred at once
+        assert interaction.responses[0]["type"] == 4  # queued at once, in the channel
         assert not shown["flags"] & EPHEMERAL and "checkpoint" in shown["content"]
         # the queued message's id goes back to the engine, so progress can edit it
         await fake.wait_for(
@@ -420,3 +447,242 @@ async def test_studybot_run_discord_serves(world: World, tmp_path: Path) -> None
         process.terminate()
         _, err = await asyncio.wait_for(process.communicate(), 30)
     assert b"fake-token" not in err
+
+
+# ------------------------------------------------------------------ shards
+
+
+def daily_posts(fake: FakeDiscord, channel: str) -> list[dict[str, Any]]:
+    return [m for m in fake.posts(channel) if m["embeds"] and m["embeds"][0]["title"].startswith("Daily question")]
+
+
+async def test_two_shards_on_one_database_post_each_guilds_round_once(world: World) -> None:
+    fake = world.fake
+    zero = fake.add_guild("Shard zero", guild_id_for_shard(0, 2))
+    one = fake.add_guild("Shard one", guild_id_for_shard(1, 2))
+    setup = StudyEngine(SqlStore(Database(world.settings.database_url)), world.bank, clock=world.clock)
+    for guild in (zero, one):  # both guilds post at 09:00 UTC, the clock's time: due at start
+        setup.configure(CommunityRef("discord", guild["id"]), "channel", guild["channels"][0])
+    shard = {
+        n: world.settings.model_copy(update={"discord_shard_count": 2, "discord_shard_ids": str(n)}) for n in (0, 1)
+    }
+    zero_ch, one_ch = zero["channels"][0], one["channels"][0]
+
+    first = await world.start(shard[0], schedule=True)
+    try:
+        assert isinstance(first.bot, ShardedStudyBot) and fake.identifies[-1]["shard"] == [0, 2]
+        assert {g.id for g in first.bot.guilds} == {int(g) for g in fake.guilds if guild_shard(int(g), 2) == 0}
+        await fake.wait_for(lambda: daily_posts(fake, zero_ch))
+        # shard 0 neither schedules nor delivers guild one's round, even when one is waiting
+        assert await first.runtime.bridge.run(first.runtime.scheduler.tick) == []
+        opened = await first.runtime.call(
+            first.engine.open_daily, ChannelRef("discord", one["id"], one_ch)
+        )  # as `studybot schedule run` would, in any process
+        assert isinstance(opened, QuestionCard)
+        assert await first.runtime.deliver_now("discord") == 0
+        assert fake.requests("POST", rf"/channels/{one_ch}/messages") == []
+
+        second = await world.start(shard[1], schedule=True)
+        try:
+            assert fake.identifies[-1]["shard"] == [1, 2]
+            post = (await fake.wait_for(lambda: daily_posts(fake, one_ch)))[0]
+            # a click in guild one reaches shard 1's connection and is answered there
+            answer = await fake.answered(await fake.click(post["id"], buttons(post)[0]["custom_id"], ALICE))
+            assert answer["embeds"][0]["title"].startswith(("Correct!", "Not quite"))
+            await second.runtime.deliver_now("discord")
+        finally:
+            await second.stop()
+    finally:
+        await first.stop()
+
+    before = len(fake.requests("POST", r"/channels/\d+/messages"))
+    again = await world.start(shard[0], schedule=True)  # a restart of shard 0: catch-up posts nothing new
+    try:
+        await again.runtime.deliver_now("discord")
+        assert len(fake.requests("POST", r"/channels/\d+/messages")) == before
+    finally:
+        await again.stop()
+    assert len(daily_posts(fake, zero_ch)) == 1 and len(daily_posts(fake, one_ch)) == 1
+    for channel in (zero_ch, one_ch):  # every post (round, Monday's leaderboard) once, in its own guild
+        titles = [m["embeds"][0]["title"] for m in fake.posts(channel) if m["embeds"]]
+        assert len(titles) == len(set(titles))
+    assert all(m["guild_id"] == zero["id"] for m in fake.posts(zero_ch))
+    assert fake.violations == []
+
+
+def test_shard_settings_are_validated() -> None:
+    with pytest.raises(ValueError, match="SHARD_COUNT"):
+        Settings(discord_shard_ids="1", _env_file=None)
+    with pytest.raises(ValueError, match="from 0 to 1"):
+        Settings(discord_shard_count=2, discord_shard_ids="0,2", _env_file=None)
+    settings = Settings(discord_shard_count=4, discord_shard_ids=" 3,1", _env_file=None)
+    assert settings.discord_shards() == (1, 3)
+    assert Settings(discord_shard_count=2, _env_file=None).discord_shards() == (0, 1)
+
+
+# ------------------------------------------------------- demos, end to end
+
+
+async def test_demo_checkpoint_and_estimate_on_the_local_back_end(world: World, tmp_path: Path) -> None:
+    running = await world.start(demos=tmp_path / "charts")
+    fake = world.fake
+    small = [
+        {"name": "layers", "type": 4, "value": 2},
+        {"name": "tokens", "type": 4, "value": 64},
+        {"name": "width", "type": 4, "value": 16},
+        {"name": "repeat", "type": 4, "value": 1},
+        {"name": "strategies", "type": 3, "value": "none,block"},
+    ]
+    checkpoint = [{"name": "checkpoint", "type": 1, "options": small}]
+    try:
+        interaction = await fake.slash("demo", ALICE, world.guild, world.channel, checkpoint)
+        queued = await fake.answered(interaction)
+        assert [r["type"] for r in interaction.responses] == [4]
+        assert not queued["flags"] & EPHEMERAL and "(checkpoint) for alice" in queued["content"]
+
+        [result] = await fake.wait_for(lambda: [m for m in fake.posts(world.channel) if m["_files"]], timeout=120)
+        name, size, head = result["_files"][0].split(":")
+        assert head == "89504e470d0a1a0a" and int(size) > 1000  # a PNG chart, attached
+        assert result["embeds"][0]["image"]["url"] == f"attachment://{name}"
+        table = result["embeds"][0]["description"]
+        assert "none" in table and "block" in table
+        shown = fake.messages[queued["id"]]  # the queued message, edited as strategies finished
+        assert shown["_edits"] and "2 of 2 measured" in shown["content"]
+        assert any("1 of 2 measured" in (edit.get("content") or "") for edit in shown["_edits"])
+
+        refused = await fake.answered(await fake.slash("demo", ALICE, world.guild, world.channel, checkpoint))
+        assert refused["flags"] & EPHEMERAL and "one per member every" in refused["content"]
+
+        estimate = [
+            {
+                "name": "estimate",
+                "type": 1,
+                "options": [
+                    {"name": "preset", "type": 3, "value": "gpt2-small"},
+                    {"name": "batch", "type": 4, "value": 1},
+                    {"name": "seq", "type": 4, "value": 128},
+                ],
+            }
+        ]
+        asked = await fake.answered(await fake.slash("demo", BOB, world.guild, world.channel, estimate))
+        assert not asked["flags"] & EPHEMERAL and "(estimate) for bob" in asked["content"]
+        posts = await fake.wait_for(lambda: fake.posts(world.channel)[1:], timeout=120)
+        assert "gpt2-small" in text_of(posts[0]) and not posts[0]["_files"]
+        assert len([m for m in fake.posts(world.channel) if m["_files"]]) == 1
+    finally:
+        await running.stop()
+    assert fake.violations == []
+    assert all(len(i.responses) == 1 for i in fake.interactions.values())
+
+
+# ---------------------------------------------------------- autocomplete
+
+
+async def test_autocomplete_topics_presets_and_time_zones(world: World) -> None:
+    running = await world.start()
+    fake = world.fake
+
+    async def choices(name: str, options: list[dict[str, Any]], admin: bool = False) -> list[str]:
+        interaction = await fake.autocomplete(
+            name, ADMIN if admin else ALICE, world.guild, world.channel, options, admin
+        )
+        answer = await fake.answered(interaction)
+        assert [r["type"] for r in interaction.responses] == [8]
+        return [c["value"] for c in answer["choices"]]
+
+    def typed(option: str, value: str) -> dict[str, Any]:
+        return {"name": option, "type": 3, "value": value, "focused": True}
+
+    try:
+        assert await choices("quiz", [typed("topic", "mem")]) == ["memory-anatomy"]
+        every = await choices("quiz", [typed("topic", "")])
+        assert 1 < len(every) <= 25 and "fundamentals" in every
+        presets = [{"name": "estimate", "type": 1, "options": [typed("preset", "gpt2")]}]
+        assert await choices("demo", presets) == ["gpt2-small", "gpt2-medium", "gpt2-large"]
+        zone = [{"name": "setting", "type": 3, "value": "timezone"}, typed("value", "europe/be")]
+        found = await choices("config", zone, admin=True)
+        assert "Europe/Berlin" in found and all(z.lower().startswith("europe/be") for z in found)
+        many = await choices("config", [{"name": "setting", "type": 3, "value": "timezone"}, typed("value", "")])
+        assert len(many) == 25
+    finally:
+        await running.stop()
+    assert fake.violations == []
+
+
+# --------------------------------------------------------------- bad input
+
+
+async def test_tampered_button_and_unknown_round_get_one_private_sentence(world: World) -> None:
+    running = await world.start()
+    fake = world.fake
+    try:
+        post = await open_round(world, running)
+        ids = [b["custom_id"] for b in buttons(post)]
+        round_id = codec.decode_answer(ids[0])[0]  # type: ignore[index]
+        bad = [
+            f"sb1:a:{round_id}:x",  # tampered: not a choice number
+            f"sb1:a:0{round_id}:0",  # tampered: a leading zero
+            f"sb1:a:{round_id}:0:extra",
+            codec.encode_answer(round_id + 1000, 0),  # a round that does not exist
+        ]
+        if len(ids) < 5:
+            bad.append(codec.encode_answer(round_id, len(ids)))  # a choice the round does not have
+        forged = fake.bot_message(world.channel, bad)
+        for custom_id in bad:
+            interaction = await fake.click(forged["id"], custom_id, ALICE)
+            answer = await fake.answered(interaction)
+            assert [r["type"] for r in interaction.responses] == [4]
+            assert answer["flags"] & EPHEMERAL and not answer["embeds"] and not answer["components"]
+            sentence = answer["content"].strip()
+            assert sentence and "\n" not in sentence and len(sentence) < 200, sentence
+        with running.engine.store.read() as tx:
+            assert sum(tx.choice_counts(round_id).values()) == 0  # nothing scored
+        score = await world.slash("score", ALICE)
+        assert "0 all time" in text_of(score)
+        # the real button still scores once afterwards
+        first = await fake.answered(await fake.click(post["id"], ids[0], ALICE))
+        assert first["embeds"][0]["title"].startswith(("Correct!", "Not quite"))
+        with running.engine.store.read() as tx:
+            assert sum(tx.choice_counts(round_id).values()) == 1
+    finally:
+        await running.stop()
+    assert fake.violations == []
+
+
+async def test_server_error_on_posting_is_retried_by_the_outbox(world: World) -> None:
+    running = await world.start(delivery=DeliveryPolicy(base_delay_s=30.0))
+    fake = world.fake
+    path = rf"/channels/{world.channel}/messages"
+
+    def waiting() -> list[Any]:
+        with running.engine.store.read() as tx:
+            return [r for r in tx.undelivered(None) if r.state == "pending" and r.attempts == 1]
+
+    try:
+        fake.failures.append(("POST", re.compile(path), 503))  # discord.py does not retry a 503 itself
+        await world.slash("config", ADMIN, admin=True, setting="channel")
+        await world.slash("config", ADMIN, admin=True, setting="post-now")
+        [row] = await fake.wait_for(waiting)
+        assert "503" in (row.last_error or "")
+        assert await running.runtime.deliver_now("discord") == 0  # not due before its backoff
+        assert [c.status for c in fake.requests("POST", path)] == [503]
+        world.clock.advance(seconds=31)
+        running.runtime.wake()
+        await fake.wait_for(lambda: fake.posts(world.channel))
+        assert [c.status for c in fake.requests("POST", path)] == [503, 200]
+        await running.runtime.deliver_now("discord")
+        assert len(fake.posts(world.channel)) == 1
+        with running.engine.store.read() as tx:
+            assert tx.undelivered(None) == []
+
+        other = rf"/channels/{world.other_channel}/messages"
+        fake.failures.append(("POST", re.compile(other), 500))  # discord.py retries a 500 after a second
+        await world.slash("config", ADMIN, admin=True, setting="channel", value=f"<#{world.other_channel}>")
+        await world.slash("config", ADMIN, admin=True, setting="post-now")
+        await fake.wait_for(lambda: fake.posts(world.other_channel), timeout=15)
+        await running.runtime.deliver_now("discord")
+        assert [c.status for c in fake.requests("POST", other)] == [500, 200]
+        assert len(fake.posts(world.other_channel)) == 1
+    finally:
+        await running.stop()
+    assert fake.violations == []

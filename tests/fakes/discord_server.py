@@ -86,6 +86,8 @@ class FakeDiscord:
         self.command_syncs: list[tuple[str, list[dict[str, Any]]]] = []
         self.identifies: list[dict[str, Any]] = []
         self.rate_limits: list[tuple[str, re.Pattern[str], float]] = []
+        self.failures: list[tuple[str, re.Pattern[str], int]] = []  # one 5xx each, when asked
+        self.recommended_shards = 1  # what /gateway/bot recommends
         self.unknown_channels: set[str] = set()
         self.forbidden_channels: set[str] = set()
         self.closed_dms: set[str] = set()
@@ -312,6 +314,27 @@ class FakeDiscord:
         data: dict[str, Any] = {"id": snowflake(), "name": name, "type": 1, "options": options or []}
         return await self.interact(2, gid, cid, who, data, permissions=ADMIN_PERMS if admin else MEMBER_PERMS)
 
+    async def autocomplete(
+        self,
+        name: str,
+        who: dict[str, Any],
+        gid: str,
+        cid: str,
+        options: list[dict[str, Any]],
+        admin: bool = False,
+    ) -> Interaction:
+        """A member typing in an option with autocomplete (type 4); the focused option is
+        marked `focused`. The bot answers with type 8 and at most 25 choices."""
+        data: dict[str, Any] = {"id": snowflake(), "name": name, "type": 1, "options": options}
+        return await self.interact(4, gid, cid, who, data, permissions=ADMIN_PERMS if admin else MEMBER_PERMS)
+
+    def bot_message(self, cid: str, custom_ids: list[str]) -> dict[str, Any]:
+        """A message of the bot's with buttons carrying these ids (a tampered or stale one)."""
+        buttons = [{"type": 2, "style": 1, "label": "?", "custom_id": c} for c in custom_ids]
+        return self.store_message(
+            cid, {"content": "", "components": [{"type": 1, "components": buttons}]}, "channel", []
+        )
+
     async def click(self, message_id: str, custom_id: str, who: dict[str, Any]) -> Interaction:
         message = self.messages[message_id]
         ids = [c.get("custom_id") for row in message.get("components", []) for c in row.get("components", [])]
@@ -526,6 +549,11 @@ class FakeDiscord:
                     429,
                     headers,
                 )
+        for index, (method, pattern, status) in enumerate(self.failures):
+            if method == request.method and pattern.fullmatch(path):
+                del self.failures[index]
+                call.status = status
+                return self.error(status, 0, f"{status}: Server Error")
         response = await self.route(request.method, path, body, files)
         call.status = response.status
         return response
@@ -551,7 +579,7 @@ class FakeDiscord:
             )
         if path in ("/gateway/bot", "/gateway"):
             limits = {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}
-            return self.reply({"url": self.gateway, "shards": 1, "session_start_limit": limits})
+            return self.reply({"url": self.gateway, "shards": self.recommended_shards, "session_start_limit": limits})
         if parts[0] == "applications" and parts[-1] == "commands" and method == "PUT":
             target = parts[3] if len(parts) == 5 else "global"
             for command in body:
@@ -638,7 +666,11 @@ class FakeDiscord:
             self.edit_message(self.messages[found.payload["message"]["id"]], data, files)
             found.done.set()
         if kind == 8:
-            found.original = {"choices": data.get("choices", [])}
+            choices = data.get("choices", [])
+            if len(choices) > 25 or any(not 1 <= len(c["name"]) <= 100 for c in choices):
+                self.violations.append(f"interaction {iid}: autocomplete choices Discord refuses")
+                return self.error(400, 50035, "Invalid Form Body")
+            found.original = {"choices": choices}
             found.done.set()
         return self.reply({"interaction": info})
 
@@ -652,6 +684,10 @@ class FakeDiscord:
                 return self.error(404, 10008, "Unknown Message")
             if method == "GET":
                 return self.reply(self.public(found.original))
+            if method == "DELETE":
+                self.messages.pop(found.original["id"], None)
+                found.original["_deleted"] = True
+                return self.reply(None)
             if method == "PATCH":
                 problem = self.check_message(body or {}, f"interaction {found.id} edit")
                 if problem:

@@ -106,6 +106,27 @@ class StudyBot(commands.Bot):
         await self.study.guild_changed(guild, "resume")
 
 
+class ShardedStudyBot(StudyBot, commands.AutoShardedBot):
+    """StudyBot over discord.py's AutoShardedBot: this process runs `shard_ids` of
+    `shard_count` (STUDYBOT_DISCORD_SHARD_IDS / STUDYBOT_DISCORD_SHARD_COUNT)."""
+
+
+def guild_shard(guild_id: int, shard_count: int) -> int:
+    """The shard Discord routes a guild's events to."""
+    return (guild_id >> 22) % shard_count
+
+
+def shard_filter(shard_count: int, shard_ids: tuple[int, ...]) -> Callable[[str], bool]:
+    """Whether a community (a guild id) belongs to this process's shards: the scheduler and
+    the outbox of each shard process serve only those guilds."""
+    mine = frozenset(shard_ids)
+
+    def serves(community_id: str) -> bool:
+        return community_id.isdigit() and guild_shard(int(community_id), shard_count) in mine
+
+    return serves
+
+
 class DiscordApp:
     """What `attach` returns: the bot, its `send` for the outbox, `run` and `close`."""
 
@@ -166,25 +187,31 @@ class DiscordApp:
         call: Callable[..., Any],
         *args: Any,
         defer: bool = False,
-        ephemeral: bool = True,
+        ephemeral: bool | None = True,
         after: Callable[[object], Awaitable[None]] | None = None,
     ) -> object:
         """One engine call for one interaction, answered in time: deferred first when `defer`
-        or when the call takes longer than ACK_WITHIN_S; the card rendered as the answer."""
+        or when the call takes longer than ACK_WITHIN_S; the card rendered as the answer.
+        `ephemeral=None`: the card decides (a public card in the channel, a refusal privately)."""
         deferred = False
         if defer:
-            await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+            await interaction.response.defer(ephemeral=ephemeral is not False, thinking=True)
             deferred = True
         task = asyncio.ensure_future(self.runtime.call(call, *args))
         if not deferred:
             done, _ = await asyncio.wait({task}, timeout=ACK_WITHIN_S)
             if not done:
-                await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+                await interaction.response.defer(ephemeral=ephemeral is not False, thinking=True)
                 deferred = True
         result = await task
         reply = layout.render(result)
+        private = not reply.public if ephemeral is None else ephemeral
         try:
-            if deferred:
+            if deferred and ephemeral is None and not reply.public:
+                # deferred in the channel, answered privately: the "thinking" message goes
+                await interaction.delete_original_response()
+                await interaction.followup.send(**reply.kwargs(), ephemeral=True)
+            elif deferred:
                 kwargs = reply.kwargs()
                 if "file" in kwargs:
                     kwargs["attachments"] = [kwargs.pop("file")]
@@ -193,7 +220,7 @@ class DiscordApp:
                     kwargs["view"] = None
                 await interaction.edit_original_response(**kwargs, allowed_mentions=discord.AllowedMentions.none())
             else:
-                await interaction.response.send_message(**reply.kwargs(), ephemeral=ephemeral)
+                await interaction.response.send_message(**reply.kwargs(), ephemeral=private)
         except discord.HTTPException:
             log.warning("answering interaction %s failed", interaction.id, exc_info=True)
             return result
@@ -333,19 +360,28 @@ def build_bot(settings: Settings, runtime: Runtime | None = None) -> StudyBot:
     intents.guilds = True
     intents.guild_messages = True
     intents.dm_messages = False
-    bot = StudyBot(
-        command_prefix=commands.when_mentioned,
-        intents=intents,
-        help_command=None,
-        allowed_mentions=discord.AllowedMentions.none(),
-        max_ratelimit_timeout=30.0,
-        guild_ready_timeout=settings.discord_guild_ready_timeout,
-        chunk_guilds_at_startup=False,
-    )
+    options: dict[str, Any] = {
+        "command_prefix": commands.when_mentioned,
+        "intents": intents,
+        "help_command": None,
+        "allowed_mentions": discord.AllowedMentions.none(),
+        "max_ratelimit_timeout": 30.0,
+        "guild_ready_timeout": settings.discord_guild_ready_timeout,
+        "chunk_guilds_at_startup": False,
+    }
+    serves: Callable[[str], bool] | None = None
+    bot: StudyBot
+    if settings.discord_shard_count is not None:
+        shards = settings.discord_shards()
+        bot = ShardedStudyBot(shard_count=settings.discord_shard_count, shard_ids=list(shards), **options)
+        serves = shard_filter(settings.discord_shard_count, shards)
+        log.info("Discord: shards %s of %s in this process", ",".join(map(str, shards)), settings.discord_shard_count)
+    else:
+        bot = StudyBot(**options)
     app = DiscordApp(settings, runtime, bot)
     bot.study = app
     register(bot.tree, app)
-    runtime.add_sender(PLATFORM, app.send)
+    runtime.add_sender(PLATFORM, app.send, serves=serves)
     runtime.add_progress(PLATFORM, app.show_progress)
     return bot
 
@@ -355,4 +391,14 @@ def attach(settings: Settings, runtime: Runtime) -> DiscordApp:
     return build_bot(settings, runtime).study
 
 
-__all__ = ["DiscordApp", "StudyBot", "app_commands", "attach", "build_bot", "send_failure"]
+__all__ = [
+    "DiscordApp",
+    "ShardedStudyBot",
+    "StudyBot",
+    "app_commands",
+    "attach",
+    "build_bot",
+    "guild_shard",
+    "send_failure",
+    "shard_filter",
+]

@@ -20,7 +20,7 @@ from bot.platforms.discord.app import PLATFORM, DiscordApp
 
 Choice = app_commands.Choice
 _CHANNEL = re.compile(r"^<#(\d+)>$")
-SETTINGS = ("show", "channel", "time", "timezone", "window", "topics", "pause", "resume", "post-now")
+SETTINGS = ("show", "channel", "time", "timezone", "window", "topics", "pause", "resume", "post-now", "web")
 _ZONES: tuple[str, ...] = ()
 
 
@@ -108,6 +108,8 @@ def register(tree: app_commands.CommandTree[Any], app: DiscordApp) -> None:
             return matching(("all", *TOPICS), current.rsplit(",", 1)[-1])
         if setting == "window":
             return matching(tuple(str(h) for h in (6, 8, 12, 24, 48)), current)
+        if setting == "web":
+            return matching(("private", "public"), current)
         return []
 
     @tree.command(name="config", description=say["config"])
@@ -132,17 +134,30 @@ def register(tree: app_commands.CommandTree[Any], app: DiscordApp) -> None:
 
     @demo.command(name="checkpoint", description=wording.DEMO_COMMANDS["checkpoint"])
     @app_commands.describe(
-        layers=opt["layers"], tokens=opt["tokens"], width=opt["width"], strategies=opt["strategies"], model=opt["model"]
+        layers=opt["layers"],
+        tokens=opt["tokens"],
+        width=opt["width"],
+        repeat=opt["repeat"],
+        strategies=opt["strategies"],
+        model=opt["model"],
     )
     async def checkpoint(
         interaction: discord.Interaction[Any],
         layers: app_commands.Range[int, 1, 512] | None = None,
         tokens: app_commands.Range[int, 1, 65536] | None = None,
         width: app_commands.Range[int, 8, 4096] | None = None,
+        repeat: app_commands.Range[int, 1, 20] | None = None,
         strategies: str | None = None,
         model: Literal["blocks", "chain"] | None = None,
     ) -> None:
-        words = {"layers": layers, "tokens": tokens, "width": width, "strategies": strategies, "model": model}
+        words = {
+            "layers": layers,
+            "tokens": tokens,
+            "width": width,
+            "repeat": repeat,
+            "strategies": strategies,
+            "model": model,
+        }
         await run_demo(interaction, "checkpoint", words)
 
     async def presets(_interaction: discord.Interaction[Any], current: str) -> list[Choice[str]]:
@@ -169,8 +184,7 @@ def register(tree: app_commands.CommandTree[Any], app: DiscordApp) -> None:
         async def after(result: object) -> None:
             await app.demo_posted(interaction, result)
 
-        await app.respond(
-            interaction, engine.request_demo, found[0], found[1], text, defer=True, ephemeral=False, after=after
-        )
+        # queued: public, in the channel (progress edits it); refused (cooldown, full queue): private
+        await app.respond(interaction, engine.request_demo, found[0], found[1], text, ephemeral=None, after=after)
 
     tree.add_command(demo)
