@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import json
 import logging
 import os
@@ -177,11 +178,16 @@ class LocalBackend:
 
     async def run(self, job: DemoJobRecord, on_event: Callable[[Event], Awaitable[None]]) -> DemoOutcome:
         loop = asyncio.get_running_loop()
+        heard: list[concurrent.futures.Future[None]] = []
 
         def hear(event: Event) -> None:  # from the worker thread onto the loop
-            asyncio.run_coroutine_threadsafe(on_event(event), loop)
+            heard.append(asyncio.run_coroutine_threadsafe(on_event(event), loop))
 
-        return await asyncio.to_thread(run_demo_process, job.module, job.args, self.timeout_s, hear, self.python)
+        try:
+            return await asyncio.to_thread(run_demo_process, job.module, job.args, self.timeout_s, hear, self.python)
+        finally:
+            # Every progress edit lands before the job ends, so none can overwrite the result.
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in heard), return_exceptions=True)
 
 
 class CeleryBackend:

@@ -2,7 +2,10 @@
 many (OAuth installs kept in our database).
 
 Thin by rule: each listener acks at once, then makes one `runtime.call(engine.method, ...)`
-and lays the card out with `render`. Listeners catch their own exceptions (a listener that
+and lays the card out with `render`. App Home is published when the member opens it
+(app_home_opened, which Slack sends every time the tab is opened), not after each answer, so
+an answer stays one engine call. With a bot token (one workspace), requests from any other
+workspace are ignored. Listeners catch their own exceptions (a listener that
 raises after its ack makes Bolt drop the ack). The community is the workspace the event
 belongs to (Bolt's context team id, or the enterprise id for an org-wide install), never the
 clicking user's team, so Slack Connect members from another workspace answer in the host's
@@ -33,7 +36,6 @@ from bot.config import Settings
 from bot.core import wording
 from bot.core.errors import SendFailed
 from bot.core.values import (
-    AnswerFeedback,
     ChannelRef,
     CommunityRef,
     DemoFailedCard,
@@ -148,6 +150,34 @@ class DropMalformed(AsyncMiddleware):
         return await next()
 
 
+class OwnWorkspaceOnly(AsyncMiddleware):
+    """One workspace (a bot token): a request that belongs to another workspace is answered 200
+    and goes no further. It belongs to ours when Bolt's context team (the installation an
+    event was delivered to: `authorizations`, or a click's `team`, the workspace of the message)
+    or enterprise is ours, or when its `authorizations` name our workspace; so a Slack Connect
+    member from another organisation acting in our channel is served."""
+
+    def __init__(self, bot: SlackBot) -> None:
+        self.bot = bot
+
+    async def async_process(
+        self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
+    ) -> BoltResponse:
+        team, enterprise = req.context.team_id, req.context.enterprise_id
+        if not team and not enterprise:  # url_verification, ssl_check: no workspace to check
+            return await next()
+        ours = await self.bot.own_workspace()
+        if ours is None:  # auth.test failed: Bolt's own authorization answers the request
+            return await next()
+        our_team, our_enterprise = ours
+        body = req.body if isinstance(req.body, dict) else {}
+        authorized = {a.get("team_id") for a in body.get("authorizations") or [] if isinstance(a, dict)}
+        if team == our_team or (enterprise and enterprise == our_enterprise) or our_team in authorized:
+            return await next()
+        log.info("ignored a request from workspace %s (this bot serves %s)", team or enterprise, our_team)
+        return BoltResponse(status=200, body="")
+
+
 class SlackBot:
     """The Slack platform for one process: the Bolt app, its listeners and the outbox sender."""
 
@@ -162,6 +192,7 @@ class SlackBot:
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._names: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._runner: web.AppRunner | None = None
+        self._own: tuple[str, str | None] | None = None
         self._socket: Any = None
         self._stopped = asyncio.Event()
         self.port: int | None = None  # the bound port once serving HTTP
@@ -188,6 +219,17 @@ class SlackBot:
         runtime.add_progress(PLATFORM, self.show_progress)
 
     # ------------------------------------------------------------------ identity
+
+    async def own_workspace(self) -> tuple[str, str | None] | None:
+        """(team id, enterprise id) of the bot token's workspace (auth.test, asked once)."""
+        if self._own is None:
+            try:
+                auth = await self.client.auth_test()
+            except Exception as exc:
+                log.warning("auth.test failed: %s", exc)
+                return None
+            self._own = (str(auth.get("team_id") or ""), auth.get("enterprise_id") or None)
+        return self._own
 
     @staticmethod
     def community_id(context: Any) -> str:
@@ -241,6 +283,8 @@ class SlackBot:
     def _register(self) -> None:
         app = self.app
         app.use(DropMalformed())
+        if not self.oauth:
+            app.use(OwnWorkspaceOnly(self))
         for name in COMMANDS:
             app.command(name)(self._command)
         app.action(ACTION_REVIEW)(self._home_review)
@@ -366,8 +410,6 @@ class SlackBot:
                 )
         else:
             await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
-        if isinstance(card, AnswerFeedback):
-            await self._publish_home(client, user)
 
     async def _home_review(self, ack: Any, body: dict[str, Any], context: Any, client: Any) -> None:
         await ack()
@@ -387,7 +429,10 @@ class SlackBot:
         await self._guard("message", lambda: self._answer_text(body, event, context, client))
 
     async def _answer_text(self, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any) -> None:
-        # Answers are replies in a thread (the daily round's); anything else in a channel is chat.
+        # Answers are replies in the thread of a daily round's question, and answer THAT round
+        # (by the question post's reference), whatever practice question the member has pending.
+        # Anything else in a channel is chat. The event id is noted in the database by the
+        # engine, so a retry Slack sends after a restart is not answered again.
         if event.get("subtype") or event.get("bot_id") or not event.get("thread_ts") or not event.get("user"):
             return
         if event.get("thread_ts") == event.get("ts") or not self._first_time(body):
@@ -397,8 +442,10 @@ class SlackBot:
         channel_id = str(event.get("channel", ""))
         name = await self._name(client, community, user_id)
         user = UserRef(PLATFORM, community, user_id, name)
-        channel = ChannelRef(PLATFORM, community, channel_id)
-        card = await self.runtime.call(self.engine.answer_text, user, channel, str(event.get("text") or ""))
+        question_ref = f"{channel_id}:{event['thread_ts']}"
+        event_id = str(body["event_id"]) if body.get("event_id") else None
+        text = str(event.get("text") or "")
+        card = await self.runtime.call(self.engine.answer_reply, user, question_ref, text, event_id)
         if card is None:
             return
         message = render.render(card)
@@ -409,8 +456,6 @@ class SlackBot:
             text=message.text,
             blocks=message.blocks,
         )
-        if isinstance(card, AnswerFeedback):
-            await self._publish_home(client, user)
 
     async def _home_opened(
         self, ack: Any, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any
@@ -419,20 +464,15 @@ class SlackBot:
         if event.get("tab", "home") != "home" or not self._first_time(body):
             return
         user = UserRef(PLATFORM, self.community_id(context), str(event.get("user", "")), f"<@{event.get('user')}>")
-        await self._guard("app home", lambda: self._publish_home(client, user, quiet=False))
+        await self._guard("app home", lambda: self._publish_home(client, user))
 
-    async def _publish_home(self, client: Any, user: UserRef, quiet: bool = True) -> None:
-        """Publish the member's App Home (after an answer: a courtesy whose failure is logged)."""
+    async def _publish_home(self, client: Any, user: UserRef) -> None:
+        """Publish the member's App Home: on app_home_opened only (one engine call per event)."""
         card = await self.runtime.call(self.engine.home, user)
         if isinstance(card, Problem):
             log.info("no App Home for %s: %s", user.user_id, card.text)
             return
-        try:
-            await client.views_publish(user_id=user.user_id, view=render.home(card))
-        except SlackApiError as exc:
-            if not quiet:
-                raise
-            log.info("views.publish for %s failed: %s", user.user_id, exc.response.get("error"))
+        await client.views_publish(user_id=user.user_id, view=render.home(card))
 
     async def _uninstalled(self, ack: Any, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
         await ack()
