@@ -11,7 +11,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,6 +24,7 @@ from bot.core.item_analysis import MIN_ANSWERS
 from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, Posted, QuestionCard, RevealCard
 from bot.store.database import Database, safe_url, upgrade
 from bot.store.repository import SqlStore
+from bot.web.links import make_links
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ def build_engine(settings: Settings) -> StudyEngine:
             max_delay_s=settings.post_retry_max_s,
         ),
         demos=DemoPolicy(cooldown_s=settings.demo_cooldown_s, max_waiting=settings.demo_max_waiting),
+        links=make_links(settings),
     )
 
 
@@ -127,6 +129,7 @@ def console(
     background = combine(
         console_background(chat) if schedule else None,
         demo_background(chat, backend, settings.demo_out_dir, wait_s=settings.demo_timeout_s + 30),
+        _web_background(engine, settings),
     )
     raise typer.Exit(run_console(chat, jsonl=jsonl, background=background))
 
@@ -172,6 +175,35 @@ def run(
             err=True,
         )
     console(user="you", community="local", jsonl=False, schedule=True)
+
+
+def _web_background(engine: StudyEngine, settings: Settings) -> Any:
+    """The console chat serves the web page too when STUDYBOT_WEB_PORT is set."""
+    if settings.web_port is None:
+        return None
+    from bot.web.app import web_background
+
+    return web_background(engine, settings)
+
+
+@app.command()
+def web(
+    port: Annotated[int | None, typer.Option(help="The port (default STUDYBOT_WEB_PORT, else 8080).")] = None,
+) -> None:
+    """Serve the study web page alone (`studybot run` serves it too when STUDYBOT_WEB_PORT is set)."""
+    from bot.web.app import serve_forever
+
+    settings = Settings()
+    settings = settings.model_copy(update={"web_port": port or settings.web_port or 8080})
+    setup_logging(settings)
+    engine = _engine_or_exit(settings)
+    if engine.links is None:
+        typer.echo("STUDYBOT_WEB_URL or STUDYBOT_WEB_SECRET is not set: only public communities' pages open.", err=True)
+    typer.echo(f"Serving the web page on http://{settings.web_host}:{settings.web_port}/", err=True)
+    try:
+        asyncio.run(serve_forever(engine, settings))
+    except KeyboardInterrupt:
+        pass
 
 
 @questions_app.command("lint")

@@ -12,21 +12,23 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 from bot.core import choices as codec
+from bot.core import pages, scoring
 from bot.core import review as spaced
-from bot.core import scoring
 from bot.core.bank import TOPICS, Bank, Question
 from bot.core.community import CONFIG_ALIASES, CONFIG_KEYS, CommunityConfig, parse_setting
 from bot.core.demo_request import parse_demo
 from bot.core.demo_result import outcome_card, progress_card
 from bot.core.errors import InvalidInput, NotFound
 from bot.core.item_analysis import UNANSWERED, ItemStats, analyse
-from bot.core.ports import Store, StoreTx
+from bot.core.ports import Links, Store, StoreTx
 from bot.core.records import DemoJobRecord, NewAnswer, OutboxRecord, RoundRecord
 from bot.core.text import MAX_TEXT, clean_name, looks_like_letter, parse_choice
 from bot.core.values import (
+    AdminPage,
     AlreadyAnswered,
     AlreadyOpen,
     AnswerFeedback,
+    BankPage,
     ChannelRef,
     ChoiceReveal,
     CommunityRef,
@@ -35,9 +37,12 @@ from bot.core.values import (
     Delivery,
     DemoProgressCard,
     DemoQueued,
+    DemosPage,
     Forgotten,
     HomeCard,
     LeaderboardCard,
+    LeaderboardPage,
+    MemberPage,
     NothingDue,
     Notice,
     Posted,
@@ -48,6 +53,7 @@ from bot.core.values import (
     ScoreCard,
     StatsLine,
     UserRef,
+    WebCommunity,
     letter,
 )
 
@@ -123,6 +129,7 @@ class StudyEngine:
         delivery: DeliveryPolicy | None = None,
         forget_salt: str = "studybot",
         demos: DemoPolicy | None = None,
+        links: Links | None = None,
     ) -> None:
         self.store = store
         self.bank = bank
@@ -132,6 +139,7 @@ class StudyEngine:
         self.delivery = delivery or DeliveryPolicy()
         self.forget_salt = forget_salt
         self.demos = demos or DemoPolicy()
+        self.links = links  # signs links to the web page (/score, /config), when it has a URL
 
     # ----------------------------------------------------------------- helpers
 
@@ -555,6 +563,7 @@ class StudyEngine:
             streak=streak,
             best_streak=best,
             reviews_due=due,
+            link=self._member_link(user),
         )
 
     @staticmethod
@@ -654,11 +663,19 @@ class StudyEngine:
             alerts = tuple(self._alert(item) for item in tx.undelivered(current.id))
             alerts += self._flag_alerts(tx, current.id)
             if key is None:
-                return ConfigCard(community=current.name, settings=current.as_pairs(), alerts=alerts)
+                return ConfigCard(
+                    community=current.name,
+                    settings=current.as_pairs(),
+                    alerts=alerts,
+                    link=self._admin_link(community),
+                )
             column, stored = parse_setting(key, value)
             updated = tx.update_community(current.id, column, stored)
         return ConfigCard(
-            community=updated.name, settings=updated.as_pairs(), changed=key.strip().lower().replace("-", "_")
+            community=updated.name,
+            settings=updated.as_pairs(),
+            changed=key.strip().lower().replace("-", "_"),
+            link=self._admin_link(community),
         )
 
     def configure(
@@ -897,4 +914,130 @@ class StudyEngine:
         return (
             f"Posting the {what} in channel {row.channel_id} failed ({tries}; next try "
             f"{row.next_try:%Y-%m-%d %H:%M} UTC): {row.last_error}"
+        )
+
+    # ---------------------------------------------------------------- web pages
+    # Read-only views for the study web page (bot/web). Who may see which is the web layer's
+    # rule; these only never show a question before its first reveal in the community.
+
+    def _member_link(self, user: UserRef) -> str | None:
+        if self.links is None:
+            return None
+        return self.links.member(CommunityRef(user.platform, user.community_id), user.user_id)
+
+    def _admin_link(self, community: CommunityRef) -> str | None:
+        return None if self.links is None else self.links.admin(community)
+
+    def _web_config(self, tx: StoreTx, community: CommunityRef) -> tuple[WebCommunity, CommunityConfig]:
+        config = tx.find_community(community.platform, community.community_id)
+        if config is None:
+            raise NotFound("There is no such community.")
+        return pages.web_community(community, config), config
+
+    def web_community(self, community: CommunityRef) -> WebCommunity | None:
+        """The community a page is asked for, or None when the bot does not know it."""
+        with self.store.read() as tx:
+            config = tx.find_community(community.platform, community.community_id)
+        return None if config is None else pages.web_community(community, config)
+
+    def leaderboard_page(
+        self, community: CommunityRef, scope: str | None = None, page: int = 1, user_id: str | None = None
+    ) -> LeaderboardPage:
+        """One page of this week's board, an ISO week's (`scope` "2026-W48") or the all-time
+        one (`scope` "all"); `user_id` marks that member's row."""
+        week = None
+        if scope and scope.strip().lower() != "all":
+            try:
+                week = scoring.parse_week(scope)
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
+        elif scope:
+            week = "all"
+        with self.store.read() as tx:
+            web, config = self._web_config(tx, community)
+            mine = tx.member_named(config.id, user_id) if user_id else None
+            return pages.leaderboard_page(
+                tx, web, config.id, self.now(), week, page, highlight=clean_name(mine[1]) if mine else None
+            )
+
+    def member_page(self, community: CommunityRef, user_id: str) -> MemberPage:
+        """A member's progress: points per week, accuracy per topic, streaks, reviews due, and
+        the questions they missed with every choice's why."""
+        now = self.now()
+        with self.store.read() as tx:
+            web, config = self._web_config(tx, community)
+            found = tx.member_named(config.id, user_id)
+            if found is None:
+                raise NotFound("This member has not answered anything here yet.")
+            member_id, name = found
+            history = pages.week_history(tx.week_points(member_id), scoring.iso_week(now, config.timezone))
+            topics = pages.topic_accuracy(tx.question_outcomes(member_id), self.bank)
+            missed = pages.missed_questions(tx.missed_answers(member_id, pages.MISSED_LIMIT * 2), self.bank)
+            upcoming = [due for question_id, due in tx.reviews(member_id) if self.bank.get(question_id)]
+        score = self.score(UserRef(community.platform, community.community_id, user_id, name))
+        next_review = min(upcoming, default=None)
+        if next_review is not None and next_review.tzinfo is None:
+            next_review = next_review.replace(tzinfo=timezone.utc)
+        return MemberPage(web, score, history, topics, missed[: pages.MISSED_LIMIT], next_review)
+
+    def bank_page(self, community: CommunityRef, topic: str | None = None, page: int = 1) -> BankPage:
+        """The bank as study material: the questions revealed in this community, by topic."""
+        if topic is not None and topic not in TOPICS:
+            raise NotFound(f"There is no topic '{topic[:40]}'.")
+        with self.store.read() as tx:
+            web, config = self._web_config(tx, community)
+            shown = pages.shown_questions(tx, config.id, self.bank)
+        topics = tuple(
+            (t, sum(1 for q in shown if q.topic == t), sum(1 for q in self.bank.questions if q.topic == t))
+            for t in TOPICS
+        )
+        chosen = [q for q in shown if topic is None or q.topic == topic]
+        in_bank = sum(1 for q in self.bank.questions if topic is None or q.topic == topic)
+        count = pages.pages_of(len(chosen), pages.BANK_PAGE)
+        page = min(max(1, page), count)
+        entries = tuple(pages.bank_entry(q) for q in chosen[(page - 1) * pages.BANK_PAGE : page * pages.BANK_PAGE])
+        return BankPage(web, topics, topic, entries, page, count, in_bank - len(chosen))
+
+    def demos_page(self, community: CommunityRef, limit: int = 20) -> DemosPage:
+        """The community's newest demos with their results."""
+        with self.store.read() as tx:
+            web, config = self._web_config(tx, community)
+            jobs = tx.community_demos(config.id, limit)
+        return DemosPage(web, tuple(pages.demo_entry(job) for job in jobs))
+
+    def demo_chart(self, community: CommunityRef, job_id: int) -> str | None:
+        """The chart file of one of this community's demos, if it drew one."""
+        with self.store.read() as tx:
+            _, config = self._web_config(tx, community)
+            job = tx.get_demo(job_id)
+        if job is None or job.community_id != config.id or job.state != "done":
+            return None
+        return job.chart_path
+
+    def admin_page(self, community: CommunityRef) -> AdminPage:
+        """What an admin should see in one place: settings, next runs, failed posts, demo
+        jobs, and the questions the item analysis flags."""
+        now = self.now()
+        with self.store.read() as tx:
+            web, config = self._web_config(tx, community)
+            alerts = tuple(self._alert(row) for row in tx.undelivered(config.id))
+            jobs = tx.community_demos(config.id, 20)
+            closes = tx.next_close(config.id)
+            flagged = []
+            for stats in self._flagged(tx, config.id):
+                question = self.bank.get(stats.question_id)
+                texts = [c.text for c in question.choices] if question else []
+                flagged.append((stats.question_id, tuple(stats.describe(texts))))
+        daily, weekly = pages.next_runs(config, now)
+        if closes is not None and closes.tzinfo is None:
+            closes = closes.replace(tzinfo=timezone.utc)
+        return AdminPage(
+            web,
+            config.as_pairs(),
+            daily,
+            closes,
+            weekly,
+            alerts,
+            tuple(pages.demo_entry(job) for job in jobs),
+            tuple(flagged),
         )

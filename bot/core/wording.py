@@ -120,13 +120,21 @@ def percent(line: StatsLine) -> str:
     return f"{line.correct}/{line.answered} ({line.accuracy:.0%})" if line.answered else "none yet"
 
 
-def score_lines(card: ScoreCard) -> list[str]:
+def score_lines(card: ScoreCard, with_link: bool = True) -> list[str]:
     rank = f"rank {card.week_rank}" if card.week_rank else "unranked"
-    return [
+    lines = [
         f"{card.user}: {card.week_points} points in {card.week} ({rank}), {card.total_points} all time.",
         f"Daily accuracy {percent(card.daily)}; practice {percent(card.practice)}.",
         f"Streak {card.streak} (best {card.best_streak}). Reviews due: {card.reviews_due}.",
     ]
+    if card.link and with_link:
+        lines.append(f"{MEMBER_LINK}: {card.link}")
+    return lines
+
+
+# The signed web links /score and /config carry (the page behind them is bot/web).
+MEMBER_LINK = "Your progress on the web (a private link that expires)"
+ADMIN_LINK = "Admin page on the web (a private link that expires)"
 
 
 def leaderboard_title(card: LeaderboardCard) -> str:
@@ -175,11 +183,13 @@ def config_title(card: ConfigCard) -> str:
     return f"Set {card.changed}." if card.changed else f"Settings of {card.community}:"
 
 
-def config_lines(card: ConfigCard) -> list[str]:
+def config_lines(card: ConfigCard, with_link: bool = True) -> list[str]:
     lines = [f"{key}: {value}" for key, value in card.settings]
     if card.alerts:
         lines.append(f"Needs attention ({len(card.alerts)}):")
         lines.extend(card.alerts)
+    if card.link and with_link:
+        lines.append(f"{ADMIN_LINK}: {card.link}")
     return lines
 
 

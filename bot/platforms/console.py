@@ -62,7 +62,7 @@ HELP = """Commands:
   /score                 your points, rank, accuracy, streaks and reviews due
   /leaderboard [week|all|2026-W48]
   /as NAME               switch to another user
-  /config [KEY VALUE]    show or change settings (channel, timezone, daily_time, window_hours, topics, paused)
+  /config [KEY VALUE]    show or change settings (channel, timezone, daily_time, window_hours, topics, paused, web)
   /demo checkpoint [layers=16 tokens=2048 width=128 strategies=none,block ...]
   /demo estimate preset=gpt2-small [batch=8 seq=1024 gpu-gib=24]
   /forget-me [confirm]   delete your data in this community

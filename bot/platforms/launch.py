@@ -132,6 +132,11 @@ async def serve(settings: Settings, engine: StudyEngine, platforms: tuple[str, .
         importlib.import_module(f"bot.platforms.{name}").attach(settings, runtime) for name in platforms
     ]
     await runtime.start()
+    web_server = None
+    if settings.web_port is not None:  # the study web page, on this loop, engine calls through the bridge
+        from bot.web.app import start_web
+
+        web_server = await start_web(engine, settings, runtime.bridge.run)
     tasks = [asyncio.create_task(app.run(), name=f"run-{name}") for app, name in zip(apps, platforms, strict=True)]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -146,4 +151,6 @@ async def serve(settings: Settings, engine: StudyEngine, platforms: tuple[str, .
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if web_server is not None:
+            await web_server.close()
         await runtime.stop()

@@ -147,15 +147,22 @@ def leaderboard(card: LeaderboardCard) -> SlackMessage:
     return _message(f"{title}\n" + "\n".join(rows), [bold(title), section("\n".join(rows))])
 
 
+def web_link(label: str, link: str | None) -> list[Block]:
+    """The signed web link as a Slack link (its token is never read as mrkdwn)."""
+    return [section(f"<{link}|{escape(label)}>", raw=True)] if link else []
+
+
 def score(card: ScoreCard) -> SlackMessage:
-    lines = wording.score_lines(card)
-    return _message("\n".join(lines), [section(line) for line in lines])
+    lines = wording.score_lines(card, with_link=False)
+    blocks = [section(line) for line in lines] + web_link(wording.MEMBER_LINK, card.link)
+    return _message("\n".join(wording.score_lines(card)), blocks)
 
 
 def config(card: ConfigCard) -> SlackMessage:
     title = wording.config_title(card)
-    lines = wording.config_lines(card)
-    return _message(f"{title}\n" + "\n".join(lines), [bold(title), section("\n".join(lines))])
+    lines = wording.config_lines(card, with_link=False)
+    blocks = [bold(title), section("\n".join(lines)), *web_link(wording.ADMIN_LINK, card.link)]
+    return _message(f"{title}\n" + "\n".join(wording.config_lines(card)), blocks)
 
 
 def feedback(card: AnswerFeedback) -> SlackMessage:

@@ -1,0 +1,377 @@
+"""The study web page: an aiohttp application (the server Slack's HTTP mode already uses)
+with Jinja2 templates and one stylesheet shipped in the package; no JavaScript.
+
+Who sees what:
+- `/c/<platform>/<community>/...`: a community's leaderboard, bank and demos, only when an
+  admin set `/config web public`; otherwise 404, the same as a community that does not exist.
+- `/s/<token>/...`: a signed link from `/score` (a member: the board, the bank, the demos and
+  only their own progress) or `/config` (an admin: the same community, and its admin page).
+  A changed or expired token gets 403 and no data.
+- Nothing lists communities: `/` only says to ask the bot for a link.
+
+Engine calls run off the event loop, in the bridge's thread pool (the bot's, when it runs in
+the bot process)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+from aiohttp import web
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from bot.core.bank import TOPICS
+from bot.core.engine import StudyEngine
+from bot.core.errors import NotFound, StudyBotError
+from bot.core.values import CommunityRef, WebCommunity
+from bot.platforms.bridge import Bridge
+from bot.web import charts
+from bot.web.links import BadLink, Grant, WebLinks
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+STATIC = Path(__file__).parent / "static"
+ENGINE = web.AppKey("engine", StudyEngine)
+LINKS = web.AppKey("links", WebLinks)
+RUN = web.AppKey("run", object)
+JINJA = web.AppKey("jinja", Environment)
+
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",  # a signed link never leaves in a Referer header
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who is looking, and under which prefix their pages live."""
+
+    community: CommunityRef
+    prefix: str  # "/c/console/local" or "/s/<token>"
+    user_id: str | None = None
+    admin: bool = False
+    signed: bool = False
+
+
+def _when(moment: datetime | None) -> str:
+    if moment is None:
+        return "-"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def environment() -> Environment:
+    env = Environment(loader=PackageLoader("bot.web", "templates"), autoescape=select_autoescape(["html"]))
+    env.filters["when"] = _when
+    env.filters["percent"] = lambda value: f"{round(100 * value)}%"
+    env.globals["week_chart"] = charts.week_chart
+    env.globals["demo_chart"] = charts.demo_chart
+    return env
+
+
+def build_app(
+    engine: StudyEngine,
+    links: WebLinks | None,
+    run: Callable[..., Awaitable[Any]] | None = None,
+) -> web.Application:
+    """The web app. `run(fn, *args)` runs an engine call off the loop (the bot's bridge);
+    without it the app makes its own small pool. `links` None: only public pages."""
+    app = web.Application(middlewares=[_headers])
+    app[ENGINE] = engine
+    if links is not None:
+        app[LINKS] = links
+    if run is None:
+        bridge = Bridge(4)
+        run = bridge.run
+
+        async def close_bridge(_app: web.Application) -> None:
+            bridge.close()
+
+        app.on_cleanup.append(close_bridge)
+    app[RUN] = run
+    app[JINJA] = environment()
+    app.router.add_get("/", home)
+    app.router.add_get("/healthz", health)
+    app.router.add_static("/static/", STATIC, name="static", append_version=False)
+    for prefix, viewer in (("/c/{platform}/{community}", public_viewer), ("/s/{token}", signed_viewer)):
+        app.router.add_get(prefix, _page(viewer, entry))
+        app.router.add_get(prefix + "/", _page(viewer, entry))
+        app.router.add_get(prefix + "/board", _page(viewer, board))
+        app.router.add_get(prefix + "/bank", _page(viewer, bank))
+        app.router.add_get(prefix + "/demos", _page(viewer, demos))
+        app.router.add_get(prefix + "/demos/{job}/chart.png", _page(viewer, chart))
+        app.router.add_get(prefix + "/me", _page(viewer, member))
+        app.router.add_get(prefix + "/admin", _page(viewer, admin))
+    return app
+
+
+@web.middleware
+async def _headers(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> Any:
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:  # a redirect, or aiohttp's own 404 and 405
+        _secure(request, exc)
+        raise
+    _secure(request, response)
+    return response
+
+
+def _secure(request: web.Request, response: web.StreamResponse) -> None:
+    for key, value in HEADERS.items():
+        response.headers.setdefault(key, value)
+    if request.path.startswith("/s/"):
+        response.headers["Cache-Control"] = "private, no-store"
+        response.headers["X-Robots-Tag"] = "noindex, nofollow"
+
+
+def render(request: web.Request, template: str, status: int = 200, **context: Any) -> web.Response:
+    html = request.app[JINJA].get_template(template).render(**context)
+    return web.Response(text=html, status=status, content_type="text/html", charset="utf-8")
+
+
+def refuse(request: web.Request, status: int, title: str, text: str) -> web.Response:
+    return render(request, "message.html", status=status, title=title, text=text, viewer=None, nav=None)
+
+
+async def home(request: web.Request) -> web.Response:
+    return render(
+        request,
+        "message.html",
+        title="Checkpoint Study Bot",
+        text="Ask the bot for your page: /score in your community replies with a private link.",
+        viewer=None,
+        nav=None,
+    )
+
+
+async def health(_request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def call(request: web.Request, method: Callable[..., T], *args: Any) -> T:
+    run: Any = request.app[RUN]
+    result: T = await run(method, *args)
+    return result
+
+
+# ---------------------------------------------------------------- who is looking
+
+
+async def public_viewer(request: web.Request) -> tuple[Viewer, WebCommunity]:
+    ref = CommunityRef(request.match_info["platform"], request.match_info["community"])
+    found = await call(request, request.app[ENGINE].web_community, ref)
+    if found is None or not found.public:  # private looks exactly like unknown
+        raise NotFound("Not found.")
+    return Viewer(ref, f"/c/{ref.platform}/{ref.community_id}"), found
+
+
+async def signed_viewer(request: web.Request) -> tuple[Viewer, WebCommunity]:
+    token = request.match_info["token"]
+    links = request.app.get(LINKS)
+    if links is None:
+        raise BadLink(expired=False)
+    grant: Grant = links.read(token)
+    found = await call(request, request.app[ENGINE].web_community, grant.community)
+    if found is None:
+        raise NotFound("Not found.")
+    viewer = Viewer(grant.community, f"/s/{token}", user_id=grant.user_id, admin=grant.admin, signed=True)
+    return viewer, found
+
+
+Handler = Callable[[web.Request, Viewer, WebCommunity], Awaitable[web.StreamResponse]]
+
+
+def _page(
+    who: Callable[[web.Request], Awaitable[tuple[Viewer, WebCommunity]]], handler: Handler
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def page(request: web.Request) -> web.StreamResponse:
+        try:
+            viewer, community = await who(request)
+            return await handler(request, viewer, community)
+        except BadLink as exc:
+            text = (
+                "This link has expired: ask the bot for a new one (/score, or /config for admins)."
+                if exc.expired
+                else "This link is not valid: ask the bot for a new one (/score, or /config for admins)."
+            )
+            return refuse(request, 403, "Link not valid", text)
+        except NotFound:
+            return refuse(request, 404, "Not found", "There is no page here.")
+        except StudyBotError as exc:
+            return refuse(request, 400, "Cannot show that", exc.message)
+        except web.HTTPException:
+            raise
+        except Exception:
+            incident = uuid.uuid4().hex[:8]
+            log.exception("web page %s failed (incident %s)", request.rel_url.path.split("/")[-1], incident)
+            return refuse(request, 500, "Something went wrong", f"Sorry, that failed (incident {incident}).")
+
+    return page
+
+
+def nav(viewer: Viewer, current: str) -> list[tuple[str, str, bool]]:
+    items = [("Leaderboard", "board"), ("Bank", "bank"), ("Demos", "demos")]
+    if viewer.user_id is not None:
+        items.insert(1, ("My progress", "me"))
+    if viewer.admin:
+        items.append(("Admin", "admin"))
+    return [(label, f"{viewer.prefix}/{path}", path == current) for label, path in items]
+
+
+def _page_number(request: web.Request) -> int:
+    text = request.query.get("page", "1")
+    return int(text) if text.isdigit() and 0 < len(text) < 7 else 1
+
+
+# --------------------------------------------------------------------- pages
+
+
+async def entry(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+    where = "admin" if viewer.admin else "me" if viewer.user_id else "board"
+    raise web.HTTPFound(f"{viewer.prefix}/{where}")
+
+
+async def board(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+    scope = request.query.get("week") or None
+    page = await call(
+        request, request.app[ENGINE].leaderboard_page, viewer.community, scope, _page_number(request), viewer.user_id
+    )
+    return render(request, "board.html", viewer=viewer, nav=nav(viewer, "board"), community=community, board=page)
+
+
+async def member(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+    if viewer.user_id is None:
+        raise NotFound("Not found.")
+    page = await call(request, request.app[ENGINE].member_page, viewer.community, viewer.user_id)
+    return render(request, "member.html", viewer=viewer, nav=nav(viewer, "me"), community=community, page=page)
+
+
+async def bank(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+    topic = request.query.get("topic") or None
+    if topic is not None and topic not in TOPICS:
+        raise NotFound("Not found.")
+    page = await call(request, request.app[ENGINE].bank_page, viewer.community, topic, _page_number(request))
+    return render(request, "bank.html", viewer=viewer, nav=nav(viewer, "bank"), community=community, page=page)
+
+
+async def demos(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+    page = await call(request, request.app[ENGINE].demos_page, viewer.community)
+    return render(request, "demos.html", viewer=viewer, nav=nav(viewer, "demos"), community=community, page=page)
+
+
+async def chart(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+    job = request.match_info["job"]
+    if not job.isdigit() or len(job) > 12:
+        raise NotFound("Not found.")
+    path = await call(request, request.app[ENGINE].demo_chart, viewer.community, int(job))
+    if not path or not await asyncio.to_thread(Path(path).is_file):
+        raise NotFound("Not found.")
+    return web.FileResponse(path, headers={"Content-Type": "image/png"})
+
+
+async def admin(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+    if not viewer.admin:
+        return refuse(request, 403, "Admins only", "This page needs the link an admin gets from /config.")
+    page = await call(request, request.app[ENGINE].admin_page, viewer.community)
+    return render(request, "admin.html", viewer=viewer, nav=nav(viewer, "admin"), community=community, page=page)
+
+
+# ------------------------------------------------------------------- serving
+
+
+class WebServer:
+    """The app on a TCP port, on the running event loop (in the bot process, or alone)."""
+
+    def __init__(self, app: web.Application, host: str, port: int) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> int:
+        self._runner = web.AppRunner(self.app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        bound = self._runner.addresses
+        if bound:
+            self.port = int(bound[0][1])
+        log.info("web page on http://%s:%s/", self.host, self.port)
+        return self.port
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+
+async def start_web(engine: StudyEngine, settings: Any, run: Callable[..., Awaitable[Any]] | None = None) -> WebServer:
+    """The page on STUDYBOT_WEB_HOST:STUDYBOT_WEB_PORT, started on the running loop."""
+    from bot.web.links import make_links
+
+    server = WebServer(build_app(engine, make_links(settings), run), settings.web_host, settings.web_port)
+    await server.start()
+    return server
+
+
+async def serve_forever(engine: StudyEngine, settings: Any) -> None:
+    """`studybot web`: the page alone, until interrupted."""
+    server = await start_web(engine, settings)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.close()
+
+
+def web_background(engine: StudyEngine, settings: Any) -> Callable[[Callable[[Any], None]], Callable[[], None]]:
+    """For the console chat: the page on its own event loop in a thread, so that the link
+    /score prints opens while the chat runs."""
+    import threading
+
+    def begin(_emit: Callable[[Any], None]) -> Callable[[], None]:
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        holder: dict[str, WebServer] = {}
+
+        def main() -> None:
+            asyncio.set_event_loop(loop)
+
+            async def go() -> None:
+                holder["server"] = await start_web(engine, settings)
+                ready.set()
+                await asyncio.Event().wait()
+
+            try:
+                loop.run_until_complete(go())
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                log.exception("the web page could not start")
+                ready.set()
+            finally:
+                server = holder.get("server")
+                if server is not None:
+                    loop.run_until_complete(server.close())
+
+        thread = threading.Thread(target=main, name="web", daemon=True)
+        thread.start()
+        ready.wait(timeout=30)
+
+        def halt() -> None:
+            for task in asyncio.all_tasks(loop) if not loop.is_closed() else ():
+                loop.call_soon_threadsafe(task.cancel)
+            thread.join(timeout=5)
+
+        return halt
+
+    return begin

@@ -1,0 +1,421 @@
+"""The study web page in a real browser: Debian's Chromium, headless, driven by Selenium
+through Debian's chromedriver, against the app served on 127.0.0.1 from a SQLite database
+seeded through the console chat (the same engine calls a member makes).
+
+Locally a missing Chromium skips with the reason; in CI (.ci/run installs it) it fails.
+Screenshots land in tests/artifacts/; STUDYBOT_UPDATE_DOCS_IMAGES=1 also copies one of each
+page to docs/images/ for the README. The accessibility check is axe-core (vendored, pinned:
+tests/vendor/axe.min.js)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.core import choices as codec
+from bot.core.bank import load_bank
+from bot.core.engine import StudyEngine
+from bot.core.values import CommunityRef
+from bot.platforms.console import Console
+from bot.store.database import Database, upgrade
+from bot.store.repository import SqlStore
+from bot.web.app import WebServer, build_app
+from bot.web.links import WebLinks
+from tests.conftest import IN_CI, ROOT, FakeClock
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+AXE = ROOT / "tests" / "vendor" / "axe.min.js"
+ARTIFACTS = ROOT / "tests" / "artifacts"
+DOCS_IMAGES = ROOT / "docs" / "images"
+SECRET = "test-web-secret-not-for-production"
+WEEK_SECONDS = 7 * 24 * 3600
+GUILD = CommunityRef("console", "guild")
+OPEN = CommunityRef("console", "open")
+
+
+def browser_or_skip() -> None:
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("the selenium package")
+    if not missing:
+        return
+    reason = f"{', '.join(missing)} not installed (apt-get install chromium chromium-driver; pip install -e '.[dev]')"
+    if IN_CI:
+        pytest.fail(f"CI: {reason}")
+    pytest.skip(reason)
+
+
+@dataclass
+class Site:
+    base: str
+    engine: StudyEngine
+    links: WebLinks
+    clock: FakeClock
+    names: dict[str, Any]  # what the seed made: question ids, expected ranks
+
+
+def _answer(chat: Console, who: str, question_id: str, correct: bool) -> None:
+    question = chat.engine.bank.get(question_id)
+    assert question is not None
+    index = question.answer_index if correct else (question.answer_index + 1) % len(question.choices)
+    chat.handle(f"/as {who}")
+    out = chat.handle(question.choices[index].text)
+    assert any(m.kind == "feedback" for m in out), out
+
+
+def _daily(chat: Console) -> str:
+    posts = chat.handle("/daily")
+    ids = [m.data["question_id"] for m in posts if m.kind == "question"]
+    assert ids, posts
+    return str(ids[0])
+
+
+def _seed(engine: StudyEngine, clock: FakeClock) -> dict[str, Any]:
+    """Three daily rounds in 'guild' (private), answered through the console so that Ann and
+    Bob tie first and Cy and Dee tie third; Ann misses the third. A fourth round stays open
+    (its question must not show in the bank). A finished demo. 'open' is public."""
+    chat = Console(engine, "guild", "Ann")
+    chat.handle("/config channel console")
+    first = _daily(chat)
+    for who, ok in (("Ann", True), ("Bob", True), ("Cy", False), ("Dee", True)):
+        _answer(chat, who, first, ok)
+    chat.handle("/close")
+    clock.advance(days=1)
+    second = _daily(chat)
+    for who, ok in (("Ann", True), ("Bob", True), ("Cy", True), ("Dee", False)):
+        _answer(chat, who, second, ok)
+    chat.handle("/close")
+    clock.advance(days=1)
+    third = _daily(chat)
+    _answer(chat, "Ann", third, False)
+    chat.handle("/close")
+    clock.advance(days=1)
+    open_now = _daily(chat)
+    chat.handle("/as Ann")
+    chat.handle("/quiz")
+    job = engine.request_demo(chat.user, chat.channel, "checkpoint").job_id
+    assert engine.claim_demo("test", "local") is not None
+    mib = 1024 * 1024
+    same = {"grads_identical": True}
+    results = [
+        {"strategy": "none", "peak_bytes": 96 * mib, "saved_bytes": 0, "step_ms": 41.0, **same},
+        {"strategy": "block", "peak_bytes": 40 * mib, "saved_bytes": 56 * mib, "step_ms": 55.0, **same},
+    ]
+    engine.demo_finished(job, {"results": results, "device": "cpu", "torch": "2.13.0", "wall_s": 3.0}, None)
+    chat.deliver()
+    other = Console(engine, "open", "Eve")
+    other.handle("/config channel console")
+    shown = _daily(other)
+    _answer(other, "Eve", shown, True)
+    _answer(other, "Fay", shown, True)
+    _answer(other, "Gus", shown, False)
+    other.handle("/close")
+    other.handle("/config web public")
+    return {"revealed": (first, second, third), "open_now": open_now, "missed": third, "demo": job}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    path = tmp_path_factory.mktemp("web") / "web.db"
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    database = Database(url)
+    clock = FakeClock(datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc))  # a Monday, W48
+    links = WebLinks("http://127.0.0.1", SECRET, WEEK_SECONDS)
+    engine = StudyEngine(SqlStore(database), load_bank(ROOT / "questions"), clock=clock, links=links)
+    saved = codec._RANDOM
+    codec._RANDOM = random.Random(20261123)
+    try:
+        names = _seed(engine, clock)
+    finally:
+        codec._RANDOM = saved
+    app = build_app(engine, links)
+    server = WebServer(app, "127.0.0.1", 0)
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+
+    def main() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(server.start())
+        started.set()
+        loop.run_forever()
+        loop.run_until_complete(server.close())
+
+    thread = threading.Thread(target=main, name="web-test", daemon=True)
+    thread.start()
+    assert started.wait(30)
+    base = f"http://127.0.0.1:{server.port}"
+    links.base_url = base
+    yield Site(base, engine, links, clock, names)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+    database.dispose()
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    browser_or_skip()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--window-size=1200,900",
+    ):
+        options.add_argument(flag)
+    browser = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    browser.set_page_load_timeout(30)
+    browser.set_script_timeout(60)
+    yield browser
+    browser.quit()
+
+
+def status(url: str) -> tuple[int, str]:
+    """The HTTP status and body of a GET (what the browser is not asked for)."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def shot(driver: Any, name: str, docs: bool = False) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    target = ARTIFACTS / f"{name}.png"
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    width = driver.execute_script("return window.innerWidth")
+    if docs:  # the whole page, for the README
+        driver.set_window_size(max(width, 900), min(max(height, 600), 2400))
+    driver.save_screenshot(str(target))
+    if docs and os.environ.get("STUDYBOT_UPDATE_DOCS_IMAGES") == "1":
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(target, DOCS_IMAGES / f"web-{name}.png")
+
+
+def member_link(site: Site, name: str) -> str:
+    return site.links.member(GUILD, name.casefold())
+
+
+def admin_link(site: Site) -> str:
+    return site.links.admin(GUILD)
+
+
+def body_text(driver: Any) -> str:
+    from selenium.webdriver.common.by import By
+
+    return str(driver.find_element(By.TAG_NAME, "body").text)
+
+
+# ----------------------------------------------------------------------- tests
+
+
+def test_score_and_config_carry_signed_links(site: Site) -> None:
+    """/score in the console prints a link to the member's page; /config one to the admin page."""
+    chat = Console(site.engine, "guild", "Ann")
+    score = "\n".join(m.text for m in chat.handle("/score"))
+    link = next(word for word in score.split() if word.startswith(site.base + "/s/"))
+    assert link.endswith("/me")
+    code, html = status(link)
+    assert code == 200 and "progress</h1>" in html and "Ann" in html
+    config = "\n".join(m.text for m in chat.handle("/config"))
+    assert "web: private" in config
+    admin = next(word for word in config.split() if word.startswith(site.base + "/s/"))
+    assert admin.endswith("/admin") and status(admin)[0] == 200
+
+
+def test_leaderboard_ranks_and_ties(site: Site, driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(member_link(site, "Ann").replace("/me", "/board?week=2026-W48"))
+    rows = [
+        [cell.text for cell in row.find_elements(By.CSS_SELECTOR, "td, th")]
+        for row in driver.find_elements(By.CSS_SELECTOR, "table.board tbody tr")
+    ]
+    board = site.engine.leaderboard(GUILD, week="2026-W48")
+    expected = [[str(r.rank), r.user, str(r.points)] for r in board.rows]
+    assert [[rank, user.removesuffix(" you"), points] for rank, user, points in rows] == expected
+    ranks = {user.removesuffix(" you"): int(rank) for rank, user, _ in rows}
+    assert ranks["Ann"] == ranks["Bob"] == 1 and ranks["Cy"] == ranks["Dee"] == 3
+    assert driver.find_element(By.CSS_SELECTOR, "tr.me").text.startswith("1 Ann")
+    shot(driver, "leaderboard", docs=True)
+    driver.find_element(By.LINK_TEXT, "Previous week (2026-W47)").click()
+    assert "No points yet in 2026-W47" in body_text(driver)
+    driver.find_element(By.PARTIAL_LINK_TEXT, "All time").click()
+    assert driver.find_element(By.TAG_NAME, "h1").text == "All-time leaderboard"
+
+
+def test_public_community_without_link(site: Site, driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{site.base}/c/console/open/board?week=2026-W48")
+    rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "table.board tbody tr")]
+    expected = site.engine.leaderboard(OPEN, week="2026-W48").rows
+    assert rows == [f"{r.rank} {r.user} {r.points}" for r in expected]
+    assert [r.rank for r in expected] == [1, 1]  # Eve and Fay tie; Gus scored nothing
+    assert status(f"{site.base}/c/console/open/me")[0] == 404  # nobody's own page without their link
+    assert status(f"{site.base}/c/console/open/admin")[0] == 403
+
+
+def test_member_page_after_console_answers(site: Site, driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(member_link(site, "Ann"))
+    assert driver.find_element(By.TAG_NAME, "h1").text == "Ann's progress"
+    text = body_text(driver)
+    score = site.engine.score(site.engine.leaderboard(GUILD) and _ann())
+    assert f"{score.total_points} points" in text
+    assert "fundamentals" in text or driver.find_elements(By.CSS_SELECTOR, "#topics + .scroll table")
+    missed = site.engine.bank.get(site.names["missed"])
+    assert missed is not None
+    articles = driver.find_elements(By.CSS_SELECTOR, "article.question")
+    assert articles and missed.prompt.split("\n")[0][:40] in articles[0].text
+    for choice in missed.choices:  # every choice's why
+        assert choice.why.split("\n")[0][:40] in articles[0].text
+    assert "your choice" in articles[0].text
+    assert driver.find_element(By.CSS_SELECTOR, "svg[role=img] title").get_attribute("textContent")
+    assert "Bob" not in text  # only Ann's data on Ann's link
+    shot(driver, "member", docs=True)
+
+
+def _ann() -> Any:
+    from bot.core.values import UserRef
+
+    return UserRef("console", "guild", "ann", "Ann")
+
+
+def test_bank_shows_only_revealed_questions(site: Site, driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(member_link(site, "Bob").replace("/me", "/bank"))
+    shown = {el.text.split(" · ")[-1] for el in driver.find_elements(By.CSS_SELECTOR, "article.question .meta")}
+    assert shown == set(site.names["revealed"]) - {site.names["open_now"]}
+    assert site.names["open_now"] not in driver.page_source
+    shot(driver, "bank", docs=True)
+
+
+def test_demos_page(site: Site, driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(member_link(site, "Ann").replace("/me", "/demos"))
+    assert f"Demo #{site.names['demo']}" in driver.find_element(By.CSS_SELECTOR, "article.demo h2").text
+    assert "block" in body_text(driver) and driver.find_elements(By.CSS_SELECTOR, "article.demo svg rect.bar")
+    shot(driver, "demos", docs=True)
+
+
+def test_admin_page_needs_the_admin_link(site: Site, driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(admin_link(site))
+    assert driver.find_element(By.TAG_NAME, "h1").text.startswith("Admin")
+    assert "Next daily round" in body_text(driver) and "web" in body_text(driver)
+    shot(driver, "admin", docs=True)
+    code, html = status(member_link(site, "Ann").replace("/me", "/admin"))
+    assert code == 403 and "Settings" not in html
+    assert status(admin_link(site).replace("/admin", "/me"))[0] == 404
+
+
+def test_expired_or_tampered_link_is_403_without_data(site: Site, driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    good = member_link(site, "Ann")
+    token = good.split("/s/")[1].split("/")[0]
+    tampered = good.replace(token, token[:-2] + ("AA" if token[-2:] != "AA" else "BB"))
+    old = WebLinks(site.base, SECRET, WEEK_SECONDS, clock=lambda: datetime.now(timezone.utc).timestamp() - 8 * 86400)
+    expired = old.member(GUILD, "ann")
+    forged = WebLinks(site.base, "another-secret", WEEK_SECONDS).member(GUILD, "ann")
+    for url, word in ((tampered, "not valid"), (expired, "expired"), (forged, "not valid")):
+        code, html = status(url)
+        assert code == 403, url
+        assert "Ann" not in html and "points" not in html
+        driver.get(url)
+        assert driver.find_element(By.TAG_NAME, "h1").text == "Link not valid"
+        assert word in body_text(driver)
+    shot(driver, "expired")
+
+
+def test_private_community_without_link_is_404(site: Site, driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    for page in ("board", "bank", "demos", "me", "admin", ""):
+        private = status(f"{site.base}/c/console/guild/{page}")
+        unknown = status(f"{site.base}/c/console/nobody/{page}")
+        assert private[0] == unknown[0] == 404
+        assert private[1] == unknown[1]  # a private community looks exactly like none
+    code, html = status(f"{site.base}/")
+    assert code == 200 and "guild" not in html and "open" not in html.replace("opens", "")
+    driver.get(f"{site.base}/c/console/guild/board")
+    assert driver.find_element(By.TAG_NAME, "h1").text == "Not found"
+
+
+PAGES = ("board", "me", "bank", "demos", "admin")
+
+
+def _page_url(site: Site, page: str) -> str:
+    if page == "admin":
+        return admin_link(site)
+    return member_link(site, "Ann").replace("/me", f"/{page}")
+
+
+def test_phone_viewport_has_no_horizontal_scroll(site: Site, driver: Any) -> None:
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 375, "height": 812, "deviceScaleFactor": 2, "mobile": True}
+    )
+    try:
+        for page in PAGES:
+            driver.get(_page_url(site, page))
+            width, inner = driver.execute_script("return [document.scrollingElement.scrollWidth, window.innerWidth]")
+            assert inner == 375
+            assert width <= inner, f"{page}: {width}px wide on a {inner}px phone"
+            shot(driver, f"phone-{page}")
+        if os.environ.get("STUDYBOT_UPDATE_DOCS_IMAGES") == "1":
+            driver.get(_page_url(site, "me"))
+            shutil.copyfile(ARTIFACTS / "phone-me.png", DOCS_IMAGES / "web-phone-member.png")
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_pages_pass_axe_accessibility_check(site: Site, driver: Any) -> None:
+    if not AXE.exists():
+        pytest.fail(f"{AXE} is missing (axe-core is vendored in the repository)")
+    source = AXE.read_text()
+    urls = [_page_url(site, p) for p in PAGES] + [
+        f"{site.base}/c/console/open/board",
+        f"{site.base}/c/console/guild/board",  # the 404 page
+        member_link(site, "Ann").replace("/s/", "/s/x"),  # the 403 page
+    ]
+    found = {}
+    for url in urls:
+        driver.get(url)
+        driver.execute_script(source)
+        result = driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa', 'best-practice']}})"
+            ".then(r => done(r.violations.map(v => [v.id, v.impact, v.nodes.length, v.nodes[0].target.join(' ')])))"
+            ".catch(e => done([['axe-error', String(e), 0, '']]));"
+        )
+        if result:
+            found[url.split("/")[-1]] = result
+    assert not found, found
