@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from bot.core.bank import Bank
@@ -321,3 +322,29 @@ def test_a_weekly_board_is_queued_to_the_community_channel(engine: StudyEngine) 
 
     assert Deliverer(engine, PLATFORM).deliver_due(send) == 1
     assert channels == [CH]
+
+
+def test_deliverers_that_serve_some_communities_split_the_rows(engine: StudyEngine) -> None:
+    """Two shard processes on one database: each deliverer claims only the rows of the
+    communities its `serves` accepts (up to its batch, however many rows of the other come
+    first), and leaves the others' rows unclaimed for them."""
+    channels = [ChannelRef(PLATFORM, f"guild{n}", "general") for n in range(6)]
+    for channel in channels:
+        open_round(engine, channel)
+    got: dict[str, list[str]] = {"even": [], "odd": []}
+
+    def sender(name: str) -> Callable[[ChannelRef, Posted], str]:
+        def send(channel: ChannelRef, card: Posted) -> str:
+            got[name].append(channel.community_id)
+            return f"ref-{channel.community_id}"
+
+        return send
+
+    odd = Deliverer(engine, PLATFORM, batch=2, serves=lambda community: int(community[-1]) % 2 == 1)
+    even = Deliverer(engine, PLATFORM, batch=2, serves=lambda community: int(community[-1]) % 2 == 0)
+    assert odd.deliver_due(sender("odd")) == 2
+    assert even.deliver_due(sender("even")) == 2
+    assert odd.deliver_due(sender("odd")) == 1
+    assert even.deliver_due(sender("even")) == 1
+    assert odd.deliver_due(sender("odd")) == 0 and even.deliver_due(sender("even")) == 0
+    assert got == {"odd": ["guild1", "guild3", "guild5"], "even": ["guild0", "guild2", "guild4"]}
