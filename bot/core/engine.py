@@ -267,9 +267,14 @@ class StudyEngine:
         shown_answer = order.index(question.answer_index)
         if row.closed_at is not None or (row.closes_at is not None and row.closes_at <= now):
             return RoundClosed(round_id=round_id, answer=letter(shown_answer))
-        with self.store.write() as tx:
-            member_id = self._member(tx, row.community_id, user)
-            correct = choice == shown_answer
+        correct = choice == shown_answer
+        # Everything that needs no database is done before queueing for the writer.
+        name = clean_name(user.display_name)
+        week = scoring.iso_week(now, found.timezone)
+        miss_card = None if correct else spaced.first_miss_later(now)
+
+        def write(tx: StoreTx) -> tuple[int, int] | AlreadyAnswered:
+            member_id = tx.upsert_member(row.community_id, user.user_id, name, now)
             bonus = 0
             points = 0
             if row.kind == "daily" and correct:
@@ -288,13 +293,21 @@ class StudyEngine:
                     correct=correct,
                     points=points,
                     answered_at=now,
-                    week=scoring.iso_week(now, found.timezone),
+                    week=week,
                 )
             )
             if not stored:  # a concurrent duplicate (double click, Slack retry)
                 chosen = tx.answer_choice(round_id, member_id)
                 return AlreadyAnswered(round_id=round_id, chosen=letter(chosen or 0))
-            self._schedule_review(tx, row, member_id, question.id, correct, now)
+            self._schedule_review(tx, row, member_id, question.id, correct, now, miss_card)
+            return points, bonus
+
+        # Concurrent first answers share one transaction on SQLite (group commit), each in
+        # its own savepoint; the result comes back once it is committed.
+        written = self.store.grouped(write)
+        if isinstance(written, AlreadyAnswered):
+            return written
+        points, bonus = written
         picked = question.choices[order[choice]]
         return AnswerFeedback(
             round_id=round_id,
@@ -318,7 +331,14 @@ class StudyEngine:
         return self.answer(user, *decoded)
 
     def _schedule_review(
-        self, tx: StoreTx, row: RoundRecord, member_id: int, question_id: str, correct: bool, now: datetime
+        self,
+        tx: StoreTx,
+        row: RoundRecord,
+        member_id: int,
+        question_id: str,
+        correct: bool,
+        now: datetime,
+        miss_card: Callable[[int], tuple[str, datetime]] | None = None,
     ) -> None:
         if row.kind != "daily":  # a private round ends with its answer
             tx.close_private(row.id, now)
@@ -329,7 +349,8 @@ class StudyEngine:
                 tx.update_review(member_id, question_id, new_state, due)
                 return
         if not correct:  # a first miss starts a review card; an existing card keeps its schedule
-            new_state, due = spaced.first_miss(member_id * 100_000 + (row.id % 100_000), now)
+            card_id = member_id * 100_000 + (row.id % 100_000)
+            new_state, due = miss_card(card_id) if miss_card else spaced.first_miss(card_id, now)
             tx.add_review(member_id, question_id, new_state, due)
 
     def answer_text(

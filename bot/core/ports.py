@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from bot.core.community import CommunityConfig
 from bot.core.records import AnswerContext, AnswerRow, DemoJobRecord, NewAnswer, OutboxRecord, RoundRecord
 from bot.core.values import CommunityRef
+
+T = TypeVar("T")
 
 
 class StoreTx(Protocol):
@@ -142,6 +144,12 @@ class Store(Protocol):
     def read(self) -> AbstractContextManager[StoreTx]: ...
 
     def write(self) -> AbstractContextManager[StoreTx]: ...
+
+    def grouped(self, unit: Callable[[StoreTx], T]) -> T:
+        """`unit(tx)` as one write unit of work, its result or its exception. The store may
+        run units that arrive together in one transaction (group commit), each isolated in a
+        savepoint: one that raises has its writes undone and does not affect the others."""
+        ...
 
 
 class Links(Protocol):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 from fsrs import Card, Rating, Scheduler
@@ -21,8 +22,21 @@ def _utc(moment: datetime) -> datetime:
 
 def first_miss(card_id: int, now: datetime) -> tuple[str, datetime]:
     """A new review card for a question just answered wrong: its state and when it is due."""
-    card, _ = _SCHEDULER.review_card(Card(card_id=card_id, due=_utc(now)), Rating.Again, _utc(now))
-    return json.dumps(card.to_dict()), card.due
+    return first_miss_later(now)(card_id)
+
+
+def first_miss_later(now: datetime) -> Callable[[int], tuple[str, datetime]]:
+    """first_miss in two steps: the FSRS work now (outside the write lock), the card id
+    (known once the member row exists) when the returned function is called. The schedule
+    does not depend on the card id, so the result is first_miss(card_id, now)."""
+    card, _ = _SCHEDULER.review_card(Card(card_id=0, due=_utc(now)), Rating.Again, _utc(now))
+    state = card.to_dict()
+    due = card.due
+
+    def finish(card_id: int) -> tuple[str, datetime]:
+        return json.dumps({**state, "card_id": card_id}), due
+
+    return finish
 
 
 def after_review(state: str, correct: bool, now: datetime) -> tuple[str, datetime]:

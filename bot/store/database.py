@@ -29,6 +29,9 @@ def _sqlite_engine(url: str, immediate: bool, busy_timeout_ms: int = DEFAULT_BUS
         connect_args={"timeout": busy_timeout_ms / 1000, "check_same_thread": False},
         pool_size=16,
         max_overflow=16,
+        # Every unit of work ends its transaction itself (commit, or rollback on error; a
+        # lone driver-level read has none), so the pool's extra rollback on return is waste.
+        pool_reset_on_return=None,
     )
 
     @event.listens_for(engine, "connect")
@@ -105,8 +108,13 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         try:
-            with self.reader.begin() as conn:
+            # The transaction begins with the first Core statement (so a read of several
+            # statements sees one snapshot); a lone hot-path query on SQLite's driver
+            # (bot/store/fast.py) needs none and skips the BEGIN and COMMIT.
+            with self.reader.connect() as conn:
                 yield conn
+                if conn.in_transaction():
+                    conn.commit()
         except DBAPIError as exc:
             unavailable = _unavailable(exc, "read")
             if unavailable is None:

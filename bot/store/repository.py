@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
 from sqlmodel import col
@@ -18,8 +18,9 @@ from sqlmodel import col
 from bot.core.community import CommunityConfig
 from bot.core.records import AnswerContext, AnswerRow, DemoJobRecord, NewAnswer, OutboxRecord, RoundRecord
 from bot.core.values import CommunityRef
-from bot.store import item_stats, statements
+from bot.store import fast, item_stats, statements
 from bot.store.database import Database, insert_ignoring
+from bot.store.group import GroupCommit
 from bot.store.tables import (
     Answer,
     Community,
@@ -33,6 +34,8 @@ from bot.store.tables import (
     Review,
     Round,
 )
+
+T = TypeVar("T")
 
 
 def _config(row: Any) -> CommunityConfig:
@@ -71,6 +74,8 @@ class SqlStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        # SQLite: concurrent grouped units share one transaction; PostgreSQL: one each.
+        self.group: GroupCommit | None = GroupCommit(db) if db.is_sqlite else None
 
     @contextmanager
     def read(self) -> Iterator[SqlTx]:
@@ -81,6 +86,14 @@ class SqlStore:
     def write(self) -> Iterator[SqlTx]:
         with self.db.write() as conn:
             yield SqlTx(conn)
+
+    def grouped(self, unit: Callable[[SqlTx], T]) -> T:
+        """`unit` as one unit of work; on SQLite in one transaction with the units that
+        arrive while another is being written, each in its own savepoint (bot/store/group.py)."""
+        if self.group is None:
+            with self.write() as tx:
+                return unit(tx)
+        return self.group.run(lambda conn: unit(SqlTx(conn)))
 
 
 class SqlTx:
@@ -130,12 +143,12 @@ class SqlTx:
     # ---------------------------------------------------------------- members
 
     def upsert_member(self, community_id: int, user_id: str, display_name: str, now: datetime) -> int:
-        return int(
-            self.conn.execute(
-                statements.member_upsert(self.dialect),
-                {"community_id": community_id, "user_id": user_id, "display_name": display_name, "created_at": now},
-            ).scalar_one()
+        (row,) = fast.rows(
+            self.conn,
+            statements.member_upsert(self.dialect),
+            {"community_id": community_id, "user_id": user_id, "display_name": display_name, "created_at": now},
         )
+        return int(row[0])
 
     def find_member(self, community_id: int, user_id: str) -> int | None:
         return self.conn.execute(
@@ -321,7 +334,8 @@ class SqlTx:
     def answer_context(
         self, round_id: int, user_id: str, platform: str, community: str, user_key: str
     ) -> AnswerContext | None:
-        found = self.conn.execute(
+        found_rows = fast.rows(
+            self.conn,
             statements.answer_lookup(),
             {
                 "round_id": round_id,
@@ -330,9 +344,10 @@ class SqlTx:
                 "community": community,
                 "user_key": user_key,
             },
-        ).first()
-        if found is None:
+        )
+        if not found_rows:
             return None
+        found = found_rows[0]
         return AnswerContext(
             round=_round(found),
             timezone=found.timezone,
@@ -343,7 +358,8 @@ class SqlTx:
 
     def insert_answer(self, answer: NewAnswer) -> bool:
         """Store a first answer; False when that member had answered that round already."""
-        inserted = self.conn.execute(
+        inserted = fast.rows(
+            self.conn,
             statements.answer_insert(self.dialect),
             {
                 "round_id": answer.round_id,
@@ -356,10 +372,10 @@ class SqlTx:
                 "answered_at": answer.answered_at,
                 "week": answer.week,
             },
-        ).scalar()
-        if inserted is not None and answer.points:
-            self.conn.execute(statements.add_points(), {"member_id": answer.member_id, "points": answer.points})
-        return inserted is not None
+        )
+        if inserted and answer.points:
+            fast.rows(self.conn, statements.add_points(), {"member_id": answer.member_id, "points": answer.points})
+        return bool(inserted)
 
     def answer_choice(self, round_id: int, member_id: int) -> int | None:
         return self.conn.execute(
@@ -367,12 +383,14 @@ class SqlTx:
         ).scalar()
 
     def earlier_outcomes(self, community_id: int, member_id: int, round_id: int, limit: int) -> list[bool | None]:
-        return list(
-            self.conn.execute(
+        return [
+            row[0]
+            for row in fast.rows(
+                self.conn,
                 statements.earlier_outcomes(limit),
                 {"member_id": member_id, "community_id": community_id, "round_id": round_id},
-            ).scalars()
-        )
+            )
+        ]
 
     def choice_counts(self, round_id: int) -> dict[int, int]:
         return {
@@ -505,7 +523,8 @@ class SqlTx:
         )
 
     def add_review(self, member_id: int, question_id: str, state: str, due: datetime) -> None:
-        self.conn.execute(
+        fast.rows(
+            self.conn,
             statements.review_insert(self.dialect),
             {"member_id": member_id, "question_id": question_id, "state": state, "due": due},
         )

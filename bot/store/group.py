@@ -1,0 +1,102 @@
+"""Group commit: concurrent units of work share one SQLite transaction.
+
+SQLite has one writer at a time, and each transaction costs a BEGIN IMMEDIATE, a COMMIT
+(a WAL append) and SQLAlchemy's bookkeeping around them: more than the work of a first
+answer itself. So a unit submitted while another transaction is being written waits in a
+queue; whichever caller next becomes the leader takes everything queued and runs it in
+ONE transaction, each unit inside its own SAVEPOINT. A unit that raises has its savepoint
+rolled back (its writes undone) and its exception handed back to its own caller; the others
+commit. Results are handed back only once the transaction has committed; if the commit
+itself fails, every unit of the batch gets that error (nothing of it was stored).
+
+There is no background thread: the leader is one of the callers, so nothing needs
+starting or stopping, and with no concurrency a unit is simply one transaction."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
+
+from bot.store import fast
+from bot.store.database import Database, _unavailable
+
+T = TypeVar("T")
+
+MAX_BATCH = 256
+
+
+class _Slot(Generic[T]):
+    __slots__ = ("unit", "done", "value", "error")
+
+    def __init__(self, unit: Callable[[Connection], T]) -> None:
+        self.unit = unit
+        self.done = False
+        self.value: T | None = None
+        self.error: BaseException | None = None
+
+
+class GroupCommit:
+    """Units of work on `db` (SQLite) committed together when they arrive together."""
+
+    def __init__(self, db: Database, max_batch: int = MAX_BATCH) -> None:
+        self.db = db
+        self.max_batch = max_batch
+        self._queue: list[_Slot[Any]] = []
+        self._queue_lock = threading.Lock()
+        self._leader = threading.Lock()
+        self.transactions = 0  # committed batches, for tests and benchmarks
+        self.units = 0
+
+    def run(self, unit: Callable[[Connection], T]) -> T:
+        """`unit(conn)` in a transaction shared with the units queued beside it; its result,
+        or its exception, once that transaction has committed (or failed)."""
+        slot: _Slot[T] = _Slot(unit)
+        with self._queue_lock:
+            self._queue.append(slot)
+        with self._leader:  # a previous leader may have run this unit meanwhile
+            while not slot.done:
+                with self._queue_lock:
+                    batch = self._queue[: self.max_batch]
+                    del self._queue[: self.max_batch]
+                self._commit(batch)
+        if slot.error is not None:
+            raise slot.error
+        return slot.value  # type: ignore[return-value]
+
+    def _commit(self, batch: list[_Slot[Any]]) -> None:
+        try:
+            with self.db.write() as conn:
+                for slot in batch:
+                    fast.driver_sql(conn, "SAVEPOINT unit")
+                    try:
+                        slot.value = slot.unit(conn)
+                    except Exception as exc:
+                        fast.driver_sql(conn, "ROLLBACK TO SAVEPOINT unit")
+                        fast.driver_sql(conn, "RELEASE SAVEPOINT unit")
+                        slot.value = None
+                        slot.error = _as_unavailable(exc)
+                    else:
+                        fast.driver_sql(conn, "RELEASE SAVEPOINT unit")
+            self.transactions += 1
+            self.units += len(batch)
+        except BaseException as exc:  # the transaction failed: nothing of the batch is stored
+            for slot in batch:
+                slot.value = None
+                slot.error = exc
+        finally:
+            for slot in batch:
+                slot.done = True
+
+
+def _as_unavailable(exc: Exception) -> BaseException:
+    """A unit's database error as the write would have raised it on its own."""
+    if isinstance(exc, DBAPIError):
+        unavailable = _unavailable(exc, "write")
+        if unavailable is not None:
+            unavailable.__cause__ = exc
+            return unavailable
+    return exc
