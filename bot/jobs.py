@@ -90,6 +90,7 @@ def run_demo_process(
         if module == "demos.checkpoint":
             command += ["--chart", str(chart)]
         log.info("running demo: %s", " ".join(command[1:]))
+        launched = time.perf_counter()
         try:
             proc = subprocess.Popen(
                 command,
@@ -145,6 +146,8 @@ def run_demo_process(
         if not isinstance(result, dict):
             raise DemoFailure("The demo finished but printed no readable result.")
         picture = chart.read_bytes() if chart.exists() else None
+        # the child process's whole life, interpreter and torch import included
+        result["process_s"] = round(time.perf_counter() - launched, 3)
         return DemoOutcome(result=result, chart=picture, events=tuple(events))
 
 
