@@ -255,7 +255,9 @@ def main() -> None:
             ),
         ]
         rates: dict[str, float] = {}
+        group = engine.store.group  # type: ignore[attr-defined]
         for index, (name, label, bridge) in enumerate(modes):
+            group_before = (group.units, group.transactions) if group is not None else (0, 0)
             card = engine.open_daily(ChannelRef("discord", "bench-guild", f"general-{index}"))
             assert isinstance(card, QuestionCard)
             callers = args.callers if bridge is None else args.async_callers
@@ -283,6 +285,12 @@ def main() -> None:
                 f"p99 {percentile(every, 0.99):.2f} ms; rows stored {stored:,} (expected {args.users:,}): "
                 f"{'nothing lost' if stored == args.users else 'MISMATCH'}"
             )
+            if group is not None:
+                units, transactions = group.units - group_before[0], group.transactions - group_before[1]
+                print(
+                    f"    group commit: {units:,} first answers written in {transactions:,} transactions "
+                    f"({units / max(1, transactions):.1f} per commit)"
+                )
             if bridge is not None:
                 bridge.close()
         print(f"  bridge / to_thread throughput: {rates['bridge'] / rates['to_thread']:.2f}")
