@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
-import logging
 import re
 import sys
 import traceback
@@ -29,20 +28,6 @@ from torch.utils.checkpoint import (
 )
 
 MiB = 1 << 20
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging_tensor_logger():  # type: ignore[no-untyped-def]
-    """Debug mode logs operators through the "LoggingTensor" logger and leaves it
-    non-propagating at level INFO with extra filters. pytest then attaches its own
-    capture handler to it in later tests, which cannot format those records. Put the
-    logger back as it was after each test."""
-    log = logging.getLogger("LoggingTensor")
-    state = (log.propagate, log.level, list(log.filters), list(log.handlers))
-    yield
-    log.propagate, log.level = state[0], state[1]
-    log.filters[:] = state[2]
-    log.handlers[:] = state[3]
 
 
 def _dropout_block() -> nn.Sequential:
