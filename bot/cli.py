@@ -9,6 +9,7 @@ import json
 import logging
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
@@ -528,8 +529,64 @@ _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_
 
 @demo_app.command("checkpoint", context_settings=_PASSTHROUGH)
 def demo_checkpoint(ctx: typer.Context) -> None:
-    """Measure peak memory and step time with and without checkpointing (python -m demos.checkpoint)."""
-    raise typer.Exit(subprocess.call([sys.executable, "-m", "demos.checkpoint", *ctx.args]))
+    """Measure peak memory and step time with and without checkpointing (python -m demos.checkpoint),
+    with a progress bar as each strategy is measured."""
+    args = list(ctx.args)
+    if {"--json", "--help", "-h", "--progress", "--chart", "--sweep"} & {a.split("=")[0] for a in args}:
+        raise typer.Exit(subprocess.call([sys.executable, "-m", "demos.checkpoint", *args]))
+    raise typer.Exit(_demo_with_progress("demos.checkpoint", tuple(args)))
+
+
+def _demo_with_progress(module: str, args: tuple[str, ...]) -> int:
+    """Run a demo as the bot's workers do, showing each strategy as it is measured: a bar on a
+    terminal, a line per strategy otherwise; then the table. 2 and one sentence on bad input."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from bot.core import wording
+    from bot.core.demo_result import result_card
+    from bot.jobs import DemoFailure, run_demo_process
+
+    settings = Settings()
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=not sys.stderr.isatty(),
+    )
+    task = progress.add_task("starting", total=None)
+
+    def hear(event: dict[str, object]) -> None:
+        if event.get("event") == "start":
+            total = event.get("total")
+            progress.update(task, total=total if isinstance(total, int) else None, description="measuring")
+        elif event.get("event") == "row" and isinstance(event.get("row"), dict):
+            row = event["row"]
+            assert isinstance(row, dict)
+            progress.advance(task)
+            progress.update(task, description=f"measured {row.get('strategy')}")
+            if progress.disable:
+                done = int(progress.tasks[0].completed)
+                total = progress.tasks[0].total
+                typer.echo(f"measured {row.get('strategy')} ({done} of {total or '?'})", err=True)
+
+    started = time.perf_counter()
+    try:
+        with progress:
+            outcome = run_demo_process(module, args, settings.demo_timeout_s, hear)
+    except DemoFailure as failure:
+        typer.echo(failure.sentence, err=True)
+        return 2
+    chart = None
+    if outcome.chart:
+        settings.demo_out_dir.mkdir(parents=True, exist_ok=True)
+        path = (settings.demo_out_dir / f"checkpoint-{time.strftime('%Y%m%d-%H%M%S')}.png").resolve()
+        path.write_bytes(outcome.chart)
+        chart = str(path)
+    card = result_card(module, outcome.result, chart, time.perf_counter() - started)
+    for line in wording.demo_lines(card):
+        typer.echo(line)
+    return 0
 
 
 @demo_app.command("estimate", context_settings=_PASSTHROUGH)

@@ -88,3 +88,27 @@ def test_demo_from_the_chat_runs_in_a_worker_and_posts_a_table_and_chart(tmp_pat
 def test_demo_cli_passes_arguments_through(tmp_path: Path) -> None:
     done = studybot(tmp_path, "demo", "checkpoint", "--strategies", "none,warp")
     assert done.returncode == 2 and "warp" in done.stderr
+
+
+def test_demo_cli_shows_each_strategy_as_it_is_measured(tmp_path: Path) -> None:
+    done = studybot(
+        tmp_path,
+        "demo",
+        "checkpoint",
+        "--layers",
+        "2",
+        "--tokens",
+        "64",
+        "--width",
+        "16",
+        "--repeat",
+        "1",
+        "--strategies",
+        "none,block",
+    )
+    assert done.returncode == 0, done.stderr
+    progress = [line for line in done.stderr.splitlines() if line.startswith("measured ")]
+    assert progress == ["measured none (1 of 2)", "measured block (2 of 2)"]
+    assert done.stdout.startswith("Checkpoint demo on cpu") and "identical" in done.stdout
+    chart = next(line for line in done.stdout.splitlines() if line.startswith("chart: "))
+    assert Path(chart.removeprefix("chart: ")).read_bytes()[:4] == b"\x89PNG"
