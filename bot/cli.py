@@ -544,7 +544,7 @@ def _demo_with_progress(module: str, args: tuple[str, ...]) -> int:
 
     from bot.core import wording
     from bot.core.demo_result import result_card
-    from bot.jobs import DemoFailure, run_demo_process
+    from bot.jobs import DemoFailure, run_demo_process, save_chart
 
     settings = Settings()
     progress = Progress(
@@ -577,12 +577,7 @@ def _demo_with_progress(module: str, args: tuple[str, ...]) -> int:
     except DemoFailure as failure:
         typer.echo(failure.sentence, err=True)
         return 2
-    chart = None
-    if outcome.chart:
-        settings.demo_out_dir.mkdir(parents=True, exist_ok=True)
-        path = (settings.demo_out_dir / f"checkpoint-{time.strftime('%Y%m%d-%H%M%S')}.png").resolve()
-        path.write_bytes(outcome.chart)
-        chart = str(path)
+    chart = save_chart(settings.demo_out_dir, f"checkpoint-{time.strftime('%Y%m%d-%H%M%S')}", outcome.chart)
     card = result_card(module, outcome.result, chart, time.perf_counter() - started)
     for line in wording.demo_lines(card):
         typer.echo(line)

@@ -151,6 +151,16 @@ def run_demo_process(
         return DemoOutcome(result=result, chart=picture, events=tuple(events))
 
 
+def save_chart(out_dir: Path, name: str, chart: bytes | None) -> str | None:
+    """Write a demo's PNG chart as `out_dir/name.png`; its absolute path, or None without one."""
+    if not chart:
+        return None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = (out_dir / f"{name}.png").resolve()
+    path.write_bytes(chart)
+    return str(path)
+
+
 def _kill(proc: subprocess.Popen[str]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -391,12 +401,7 @@ class DemoJobRunner:
                 self.engine.demo_failed, job.id, f"the worker failed unexpectedly (incident {incident})."
             )
         else:
-            chart_path = None
-            if outcome.chart:
-                self.out_dir.mkdir(parents=True, exist_ok=True)
-                path = (self.out_dir / f"demo-{job.id}.png").resolve()
-                path.write_bytes(outcome.chart)
-                chart_path = str(path)
+            chart_path = save_chart(self.out_dir, f"demo-{job.id}", outcome.chart)
             result = dict(outcome.result)
             result.setdefault("wall_s", round(time.perf_counter() - started, 3))
             await asyncio.to_thread(self.engine.demo_finished, job.id, result, chart_path)
@@ -424,10 +429,6 @@ class DemoRunner:
             outcome = run_demo_process(request.module, request.args, self.timeout_s, python=self.python)
         except DemoFailure as failure:
             raise StudyBotError(failure.sentence) from None
-        chart_path = None
-        if outcome.chart:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            path = (self.out_dir / f"{request.module.removeprefix('demos.')}-{uuid.uuid4().hex[:8]}.png").resolve()
-            path.write_bytes(outcome.chart)
-            chart_path = str(path)
+        name = f"{request.module.removeprefix('demos.')}-{uuid.uuid4().hex[:8]}"
+        chart_path = save_chart(self.out_dir, name, outcome.chart)
         return result_card(request.module, outcome.result, chart_path, time.perf_counter() - started)

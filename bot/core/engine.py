@@ -160,6 +160,15 @@ class StudyEngine:
 
     def _member(self, tx: StoreTx, community_id: int, user: UserRef) -> int:
         return tx.upsert_member(community_id, user.user_id, clean_name(user.display_name), self.now())
+    @staticmethod
+    def _community_filter(tx: StoreTx, community: CommunityRef | None) -> int | None:
+        """For queries over one community or all: None means every community; a community
+        never seen gets an id no row has (-1), so its query finds nothing."""
+        if community is None:
+            return None
+        config = tx.find_community(community.platform, community.community_id)
+        return -1 if config is None else config.id
+
 
     def _question(self, question_id: str) -> Question:
         question = self.bank.get(question_id)
@@ -443,13 +452,7 @@ class StudyEngine:
         all); each reveal once."""
         now = self.now()
         with self.store.read() as tx:
-            community_id = None
-            if community is not None:
-                config = tx.find_community(community.platform, community.community_id)
-                if config is None:
-                    return []
-                community_id = config.id
-            due = tx.due_daily_rounds(community_id, now)
+            due = tx.due_daily_rounds(self._community_filter(tx, community), now)
         cards = []
         for round_id in due:
             card = self.close_round(round_id)
@@ -916,13 +919,7 @@ class StudyEngine:
     def undelivered(self, community: CommunityRef | None = None) -> list[str]:
         """Sentences for admins about posts that failed: given up, or waiting for a retry."""
         with self.store.read() as tx:
-            community_id = None
-            if community is not None:
-                config = tx.find_community(community.platform, community.community_id)
-                if config is None:
-                    return []
-                community_id = config.id
-            return [self._alert(row) for row in tx.undelivered(community_id)]
+            return [self._alert(row) for row in tx.undelivered(self._community_filter(tx, community))]
 
     @staticmethod
     def _alert(row: OutboxRecord) -> str:
