@@ -71,6 +71,7 @@ __all__ = [
 ]
 
 LOW_BANK = 7
+FLAG_MEMO = timedelta(minutes=10)  # how long the admin page keeps the item analysis
 # How long a platform event id is remembered (Slack retries within minutes).
 EVENT_MEMORY = timedelta(days=1)
 
@@ -140,6 +141,7 @@ class StudyEngine:
         self.forget_salt = forget_salt
         self.demos = demos or DemoPolicy()
         self.links = links  # signs links to the web page (/score, /config), when it has a URL
+        self._flag_memo: dict[int, tuple[datetime, tuple[tuple[str, tuple[str, ...]], ...]]] = {}
 
     # ----------------------------------------------------------------- helpers
 
@@ -567,10 +569,10 @@ class StudyEngine:
                 return ScoreCard(name, week, 0, None, 0, empty, empty, 0, 0, 0)
             stats = tx.answer_stats(member_id)
             total = tx.points_total(member_id)
-            board = scoring.rank_rows(tx.board(community.id, week))
+            board = tx.board(community.id, week)
             streak, best = self._streaks(tx, community.id, member_id, now)
             due = tx.reviews_due(member_id, now)
-        mine = next((row for key, row in board if key == member_id), None)
+        mine = scoring.rank_of(board, member_id)  # not the whole ranking: one member's row
 
         def line(kinds: tuple[str, ...]) -> StatsLine:
             answered = sum(stats.get((k, c), 0) for k in kinds for c in (True, False))
@@ -1041,11 +1043,7 @@ class StudyEngine:
             alerts = tuple(self._alert(row) for row in tx.undelivered(config.id))
             jobs = tx.community_demos(config.id, 20)
             closes = tx.next_close(config.id)
-            flagged = []
-            for stats in self._flagged(tx, config.id):
-                question = self.bank.get(stats.question_id)
-                texts = [c.text for c in question.choices] if question else []
-                flagged.append((stats.question_id, tuple(stats.describe(texts))))
+            flagged = self._flagged_lines(tx, config.id, now)
         daily, weekly = pages.next_runs(config, now)
         if closes is not None and closes.tzinfo is None:
             closes = closes.replace(tzinfo=timezone.utc)
@@ -1057,5 +1055,19 @@ class StudyEngine:
             weekly,
             alerts,
             tuple(pages.demo_entry(job) for job in jobs),
-            tuple(flagged),
+            flagged,
         )
+
+    def _flagged_lines(self, tx: StoreTx, community_id: int, now: datetime) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The item analysis reads every answer of the community (seconds at a million), so
+        the admin page keeps its result for FLAG_MEMO."""
+        memo = self._flag_memo.get(community_id)
+        if memo is not None and now - memo[0] < FLAG_MEMO:
+            return memo[1]
+        found = []
+        for stats in self._flagged(tx, community_id):
+            question = self.bank.get(stats.question_id)
+            texts = [c.text for c in question.choices] if question else []
+            found.append((stats.question_id, tuple(stats.describe(texts))))
+        self._flag_memo[community_id] = (now, tuple(found))
+        return tuple(found)

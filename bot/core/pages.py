@@ -61,15 +61,14 @@ def leaderboard_page(
     """One page of the weekly (`week`, default this week) or all-time (`week` "all") board."""
     this_week = scoring.iso_week(now, community.timezone)
     scope = week or this_week
-    ranked = scoring.rank_rows(tx.board(community_id, None if scope == "all" else scope))
-    pages = pages_of(len(ranked), BOARD_PAGE)
+    totals = tx.board(community_id, None if scope == "all" else scope)
+    pages = pages_of(len(totals), BOARD_PAGE)
     page = min(max(1, page), pages)
-    rows: tuple[LeaderboardRow, ...] = tuple(row for _, row in ranked[(page - 1) * BOARD_PAGE : page * BOARD_PAGE])
     return LeaderboardPage(
         community=community,
         scope=scope,
-        rows=rows,
-        members=len(ranked),
+        rows=ranked_slice(totals, (page - 1) * BOARD_PAGE, page * BOARD_PAGE),
+        members=len(totals),
         page=page,
         pages=pages,
         this_week=this_week,
@@ -77,6 +76,21 @@ def leaderboard_page(
         next_week=None if scope in ("all", this_week) or scope > this_week else week_after(scope),
         highlight=highlight,
     )
+
+
+def ranked_slice(totals: list[tuple[str, int, int]], start: int, stop: int) -> tuple[LeaderboardRow, ...]:
+    """Rows `start:stop` of `scoring.rank_rows(totals)` (same order, same shared ranks), built
+    for that slice only: a page of a 10,000-member board makes 100 rows, not 10,000."""
+    ordered = sorted(totals, key=lambda row: (-row[1], row[0].casefold(), row[0]))
+    rows = []
+    rank = 1
+    for position in range(min(stop, len(ordered))):
+        name, points, _ = ordered[position]
+        if position and ordered[position - 1][1] != points:
+            rank = position + 1
+        if position >= start:
+            rows.append(LeaderboardRow(rank=rank, user=name, points=points))
+    return tuple(rows)
 
 
 def week_history(points: dict[str, int], this_week: str, weeks: int = HISTORY_WEEKS) -> tuple[WeekPoints, ...]:

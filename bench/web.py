@@ -1,0 +1,272 @@
+"""Study web page benchmark. Prints figures and ratios; asserts nothing on time.
+
+A community of 10,000 members and 1,000,000 answers (100 daily rounds of the real bank, each
+answered by every member; 14 ISO weeks), bulk-loaded with sqlite3 into the migrated schema.
+Each page is fetched over HTTP from the app served on 127.0.0.1 (one keep-alive connection,
+sequential requests: the time of one page, not throughput), and beside it, in the same run,
+the store queries that page makes, run bare through SqlStore (no engine, no template).
+
+Target (issue 13): p99 under 50 ms and under 3x the bare query.
+
+Run: .venv/bin/python bench/web.py [--members 10000] [--answers 1000000] [--repeat 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import logging
+import random
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bot.core import scoring  # noqa: E402
+from bot.core.bank import load_bank  # noqa: E402
+from bot.core.engine import StudyEngine  # noqa: E402
+from bot.core.values import CommunityRef  # noqa: E402
+from bot.store.database import Database, upgrade  # noqa: E402
+from bot.store.repository import SqlStore, SqlTx  # noqa: E402
+from bot.web.app import WebServer, build_app  # noqa: E402
+from bot.web.links import WebLinks  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMUNITY = CommunityRef("discord", "web-guild")
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)  # a Thursday, W48
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def fill(path: Path, members: int, answers: int, question_ids: list[str]) -> int:
+    """Bulk-load the community; returns its id. Every round is closed (its question revealed)."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=OFF")
+    created = NOW - timedelta(days=200)
+    conn.execute(
+        "INSERT INTO communities (platform, external_id, name, timezone, daily_time, window_hours, topics, "
+        "paused, created_at, channel_id, web_public) VALUES (?, ?, 'web bench', 'UTC', '09:00', 12, '', 0, ?, "
+        "'general', 0)",
+        (COMMUNITY.platform, COMMUNITY.community_id, created.isoformat()),
+    )
+    community = conn.execute("SELECT id FROM communities WHERE external_id=?", (COMMUNITY.community_id,)).fetchone()[0]
+    conn.executemany(
+        "INSERT INTO members (community_id, user_id, display_name, created_at) VALUES (?, ?, ?, ?)",
+        [(community, f"m{i}", f"Member {i:05d}", created.isoformat()) for i in range(members)],
+    )
+    member_ids = [r[0] for r in conn.execute("SELECT id FROM members WHERE community_id=? ORDER BY id", (community,))]
+    days = -(-answers // members)
+    start = NOW.replace(hour=9) - timedelta(days=days)
+    rounds = []
+    for d in range(days):
+        day = start + timedelta(days=d)
+        rounds.append(
+            (
+                community,
+                "general",
+                question_ids[d % len(question_ids)],
+                "daily",
+                day.date().isoformat(),
+                f"{community}|general|{day.date().isoformat()}",
+                day.isoformat(),
+                (day + timedelta(hours=12)).isoformat(),
+                (day + timedelta(hours=12)).isoformat(),
+                0,
+            )
+        )
+    conn.executemany(
+        "INSERT INTO rounds (community_id, channel_id, question_id, kind, local_date, daily_key, opened_at, "
+        "closes_at, closed_at, late) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        rounds,
+    )
+    rng = random.Random(13)
+    written = 0
+    batch: list[tuple[Any, ...]] = []
+    insert = (
+        "INSERT INTO answers (round_id, member_id, community_id, kind, choice, correct, points, answered_at, week) "
+        "VALUES (?,?,?,?,?,?,?,?,?)"
+    )
+    for round_id, opened in conn.execute(
+        "SELECT id, opened_at FROM rounds WHERE community_id=? ORDER BY id", (community,)
+    ):
+        moment = datetime.fromisoformat(opened)
+        week = scoring.iso_week(moment, "UTC")
+        for member in member_ids:
+            if written >= answers:
+                break
+            correct = rng.random() < 0.6
+            batch.append(
+                (round_id, member, community, "daily", rng.randrange(4), correct, 10 if correct else 0, opened, week)
+            )
+            written += 1
+        if len(batch) >= 100_000:
+            conn.executemany(insert, batch)
+            batch.clear()
+    conn.executemany(insert, batch)
+    conn.execute(
+        "UPDATE members SET points_total = (SELECT COALESCE(SUM(points), 0) FROM answers "
+        "WHERE answers.member_id = members.id) WHERE community_id = ?",
+        (community,),
+    )
+    conn.commit()
+    conn.execute("ANALYZE")
+    conn.close()
+    return int(community)
+
+
+def timed(fn: Callable[[], object], repeat: int) -> list[float]:
+    fn()  # warm
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--members", type=int, default=10_000)
+    parser.add_argument("--answers", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--admin-repeat", type=int, default=10, help="the admin page runs the item analysis")
+    parser.add_argument("--db", type=Path, help="keep the loaded database here and reuse it on the next run")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    bank = load_bank(ROOT / "questions")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.db or Path(tmp) / "web.db"
+        url = f"sqlite:///{path}"
+        t0 = time.perf_counter()
+        if path.exists():
+            community_id = sqlite3.connect(path).execute("SELECT id FROM communities").fetchone()[0]
+        else:
+            upgrade(url)
+            community_id = fill(path, args.members, args.answers, [q.id for q in bank.questions])
+        print(
+            f"web page: {args.members:,} members, {args.answers:,} answers in one community "
+            f"(loaded in {time.perf_counter() - t0:.1f} s), SQLite WAL, one keep-alive HTTP connection"
+        )
+        database = Database(url)
+        store = SqlStore(database)
+        links = WebLinks("http://127.0.0.1", "bench-secret", 3600)
+        engine = StudyEngine(store, bank, clock=lambda: NOW, links=links)
+        server = WebServer(build_app(engine, links), "127.0.0.1", 0)
+        loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        def serve() -> None:
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(server.start())
+            started.set()
+            loop.run_forever()
+
+        threading.Thread(target=serve, daemon=True).start()
+        started.wait(30)
+        member = f"m{args.members // 2}"
+        member_token = links.token(COMMUNITY, member)
+        admin_token = links.token(COMMUNITY, None, admin=True)
+        week = scoring.iso_week(NOW, "UTC")
+        with store.read() as tx:
+            member_id = tx.find_member(community_id, member)
+        assert member_id is not None
+
+        def bare(work: Callable[[SqlTx], object]) -> Callable[[], object]:
+            def run() -> object:
+                with store.read() as tx:
+                    return work(tx)
+
+            return run
+
+        def member_queries(tx: SqlTx) -> object:
+            tx.member_named(community_id, member)
+            tx.week_points(member_id)
+            tx.question_outcomes(member_id)
+            tx.missed_answers(member_id, 100)
+            tx.reviews(member_id)
+            tx.answer_stats(member_id)
+            tx.points_total(member_id)
+            tx.board(community_id, week)  # the member's rank this week
+            tx.daily_outcomes(community_id, member_id)
+            return tx.reviews_due(member_id, NOW)
+
+        pages: list[tuple[str, str, Callable[[SqlTx], object], int]] = [
+            (
+                "leaderboard, this week",
+                f"/s/{member_token}/board",
+                lambda tx: tx.board(community_id, week),
+                args.repeat,
+            ),
+            (
+                "leaderboard, all time",
+                f"/s/{member_token}/board?week=all",
+                lambda tx: tx.board(community_id, None),
+                args.repeat,
+            ),
+            ("member page", f"/s/{member_token}/me", member_queries, args.repeat),
+            ("bank", f"/s/{member_token}/bank", lambda tx: tx.daily_questions(community_id), args.repeat),
+            ("demos", f"/s/{member_token}/demos", lambda tx: tx.community_demos(community_id, 20), args.repeat),
+            (
+                "admin",
+                f"/s/{admin_token}/admin",
+                lambda tx: (
+                    tx.undelivered(community_id),
+                    tx.community_demos(community_id, 20),
+                    tx.next_close(community_id),
+                ),
+                args.repeat,
+            ),
+        ]
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+
+        def fetch(target: str) -> Callable[[], object]:
+            def get() -> object:
+                conn.request("GET", target)
+                response = conn.getresponse()
+                body = response.read()
+                assert response.status == 200, (target, response.status, body[:300])
+                return body
+
+            return get
+
+        # The admin page's first view runs the item analysis over every answer (then kept 10 minutes).
+        t0 = time.perf_counter()
+        fetch(f"/s/{admin_token}/admin")()
+        cold = (time.perf_counter() - t0) * 1000
+        t0 = time.perf_counter()
+        with store.read() as tx:
+            rows = tx.answer_rows(community_id)
+        bare_rows = (time.perf_counter() - t0) * 1000
+        print(
+            f"admin page, first view (item analysis of {len(rows):,} answers): {cold:,.0f} ms; the bare "
+            f"answer_rows query alone {bare_rows:,.0f} ms ({cold / bare_rows:.1f}x); later views use the result"
+        )
+        print(f"{'page':28} {'p50 ms':>8} {'p99 ms':>8} {'bare p50':>9} {'bare p99':>9} {'p99 ratio':>9}  size")
+        for name, target, work, repeat in pages:
+            page_ms = timed(fetch(target), repeat)
+            bare_ms = timed(bare(work), repeat)
+            size = len(fetch(target)())  # type: ignore[arg-type]
+            p99, bare99 = percentile(page_ms, 0.99), percentile(bare_ms, 0.99)
+            print(
+                f"{name:28} {percentile(page_ms, 0.5):8.1f} {p99:8.1f} {percentile(bare_ms, 0.5):9.1f} "
+                f"{bare99:9.1f} {p99 / bare99:8.1f}x  {size / 1024:.0f} KiB"
+            )
+        conn.close()
+        loop.call_soon_threadsafe(loop.stop)
+        database.dispose()
+
+
+if __name__ == "__main__":
+    main()
