@@ -27,6 +27,8 @@ GUILD_MESSAGES = 1 << 9
 MANAGE_GUILD = 1 << 5
 MEMBER_PERMS = (1 << 10) | (1 << 11) | (1 << 31)  # view channel, send messages, use application commands
 ADMIN_PERMS = MEMBER_PERMS | MANAGE_GUILD
+# What the README's invite link asks for: view channels, send messages, embed links, attach files, read history.
+BOT_PERMS = (1 << 10) | (1 << 11) | (1 << 14) | (1 << 15) | (1 << 16)
 _ids = itertools.count(1_300_000_000_000_000_000)
 
 
@@ -88,6 +90,9 @@ class FakeDiscord:
         self.rate_limits: list[tuple[str, re.Pattern[str], float]] = []
         self.failures: list[tuple[str, re.Pattern[str], int]] = []  # one 5xx each, when asked
         self.recommended_shards = 1  # what /gateway/bot recommends
+        self.token: str | None = None  # when set, REST calls with another bot token get 401
+        self.app_flags = 0  # the application's flags (privileged intents turned on in the portal)
+        self.bot_permissions: dict[str, int] = {}  # guild id -> the bot's permissions there (default BOT_PERMS)
         self.unknown_channels: set[str] = set()
         self.forbidden_channels: set[str] = set()
         self.closed_dms: set[str] = set()
@@ -524,11 +529,9 @@ class FakeDiscord:
         body, files = await self.read_body(request)
         call = Call(request.method, path, body, time.monotonic(), files=files)
         self.calls.append(call)
-        if (
-            not request.headers.get("Authorization", "").startswith("Bot ")
-            and "/interactions/" not in path
-            and "/webhooks/" not in path
-        ):
+        auth = request.headers.get("Authorization", "")
+        wrong_token = not auth.startswith("Bot ") or (self.token is not None and auth != f"Bot {self.token}")
+        if wrong_token and "/interactions/" not in path and "/webhooks/" not in path:
             call.status = 401
             return self.error(401, 0, "401: Unauthorized")
         for index, (method, pattern, retry_after) in enumerate(self.rate_limits):
@@ -574,8 +577,22 @@ class FakeDiscord:
                     "owner": user(snowflake(), "owner"),
                     "verify_key": "00",
                     "team": None,
-                    "flags": 0,
+                    "flags": self.app_flags,
                 }
+            )
+        if path == "/users/@me/guilds" and method == "GET":
+            return self.reply(
+                [
+                    {
+                        "id": gid,
+                        "name": guild["name"],
+                        "icon": None,
+                        "owner": False,
+                        "permissions": str(self.bot_permissions.get(gid, BOT_PERMS)),
+                        "features": [],
+                    }
+                    for gid, guild in self.guilds.items()
+                ]
             )
         if path in ("/gateway/bot", "/gateway"):
             limits = {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}

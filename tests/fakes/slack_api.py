@@ -53,6 +53,15 @@ class FakeSlack:
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     acks: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: dict[str, list[Failure]] = field(default_factory=dict)
+    # The bot token's scopes, as auth.test reports them in its x-oauth-scopes header.
+    scopes: tuple[str, ...] = (
+        "chat:write",
+        "commands",
+        "users:read",
+        "channels:history",
+        "groups:history",
+        "files:write",
+    )
 
     def __post_init__(self) -> None:
         self._ts = itertools.count(1)
@@ -156,7 +165,8 @@ class FakeSlack:
         handler = getattr(self, "_" + method.replace(".", "_"), None)
         if handler is None:
             return self._json({"ok": False, "error": "unknown_method"})
-        return self._json(handler(team, params))
+        headers = {"x-oauth-scopes": ",".join(self.scopes)} if method == "auth.test" else None
+        return self._json(handler(team, params), headers=headers)
 
     @staticmethod
     def _json(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

@@ -346,6 +346,15 @@ class DiscordApp:
         await self.runtime.call(report, result.job_id, str(message.id))
 
 
+def bot_intents() -> discord.Intents:
+    """The gateway intents the bot asks for: none privileged (`studybot doctor` checks them)."""
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = False
+    return intents
+
+
 def build_bot(settings: Settings, runtime: Runtime | None = None) -> StudyBot:
     """The Discord bot with the study adapter attached (`bot.study`), its `send` registered
     with the runtime's deliverer. Without a runtime, one is built from the settings."""
@@ -356,13 +365,9 @@ def build_bot(settings: Settings, runtime: Runtime | None = None) -> StudyBot:
 
         runtime = Runtime(build_engine(settings), (PLATFORM,), settings.bridge_threads)
     discord.http.Route.BASE = settings.discord_api_url.rstrip("/")
-    intents = discord.Intents.none()
-    intents.guilds = True
-    intents.guild_messages = True
-    intents.dm_messages = False
     options: dict[str, Any] = {
         "command_prefix": commands.when_mentioned,
-        "intents": intents,
+        "intents": bot_intents(),
         "help_command": None,
         "allowed_mentions": discord.AllowedMentions.none(),
         "max_ratelimit_timeout": 30.0,
