@@ -92,7 +92,8 @@ def rows(conn: Connection, stmt: Any, values: Mapping[str, Any]) -> list[Any]:
     rows, each with attribute access by column key. On SQLite this bypasses Core; a driver
     error is raised as Core would raise it (a DBAPIError, invalidating a dead connection)."""
     if conn.dialect.name != "sqlite":
-        return list(conn.execute(stmt, dict(values)).all())
+        result = conn.execute(stmt, dict(values))
+        return list(result.all()) if result.returns_rows else []
     prepared = _prepare(stmt, values)
     driver = conn.connection.driver_connection
     params = prepared.params(values)
