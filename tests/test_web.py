@@ -205,11 +205,12 @@ def status(url: str) -> tuple[int, str]:
 def shot(driver: Any, name: str, docs: bool = False) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     target = ARTIFACTS / f"{name}.png"
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    width = driver.execute_script("return window.innerWidth")
-    if docs:  # the whole page, for the README
-        driver.set_window_size(max(width, 900), min(max(height, 600), 2400))
+    if docs:  # most of the page, for the README
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(1000, min(max(height + 120, 600), 1500))
     driver.save_screenshot(str(target))
+    if docs:
+        driver.set_window_size(1200, 900)
     if docs and os.environ.get("STUDYBOT_UPDATE_DOCS_IMAGES") == "1":
         DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(target, DOCS_IMAGES / f"web-{name}.png")
@@ -391,7 +392,7 @@ def test_phone_viewport_has_no_horizontal_scroll(site: Site, driver: Any) -> Non
             assert width <= inner, f"{page}: {width}px wide on a {inner}px phone"
             shot(driver, f"phone-{page}")
         if os.environ.get("STUDYBOT_UPDATE_DOCS_IMAGES") == "1":
-            driver.get(_page_url(site, "me"))
+            DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(ARTIFACTS / "phone-me.png", DOCS_IMAGES / "web-phone-member.png")
     finally:
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
