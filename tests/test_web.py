@@ -420,3 +420,23 @@ def test_pages_pass_axe_accessibility_check(site: Site, driver: Any) -> None:
         if result:
             found[url.split("/")[-1]] = result
     assert not found, found
+
+
+def test_discord_and_slack_render_the_links() -> None:
+    """The link line is worded once (bot/core/wording.py); Discord shows it in the embed,
+    Slack as a <url|label> link so the token is never read as mrkdwn."""
+    from bot.core import wording
+    from bot.core.values import ConfigCard, ScoreCard, StatsLine
+    from bot.platforms.discord import render as discord_render
+    from bot.platforms.slack import render as slack_render
+
+    link = "https://study.example.org/s/eyJwIjoi_x-y.aw4f.0l2x_n6g/me"
+    card = ScoreCard("Ann", "2026-W48", 21, 1, 21, StatsLine(3, 2), StatsLine(0, 0), 0, 2, 1, link=link)
+    embed = discord_render.render(card).embed
+    assert embed is not None and link in (embed.description or "")
+    blocks = slack_render.render(card).blocks
+    assert {"type": "section", "text": {"type": "mrkdwn", "text": f"<{link}|{wording.MEMBER_LINK}>"}} in blocks
+    config = ConfigCard("guild", (("web", "private"),), link=link.replace("/me", "/admin"))
+    assert any(link.replace("/me", "/admin") in str(b) for b in slack_render.render(config).blocks)
+    assert f"{wording.ADMIN_LINK}: {config.link}" in wording.config_lines(config)
+    assert not any("http" in line for line in wording.score_lines(card, with_link=False))

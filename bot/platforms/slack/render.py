@@ -194,7 +194,8 @@ def demo_progress(card: DemoProgressCard) -> SlackMessage:
 
 def home(card: HomeCard, reviews_button: bool = True) -> dict[str, Any]:
     """The App Home view: score, streak, reviews due (with a button), this week's board."""
-    blocks: list[Block] = [section(line) for line in wording.score_lines(card.score)]
+    blocks: list[Block] = [section(line) for line in wording.score_lines(card.score, with_link=False)]
+    blocks += web_link(wording.MEMBER_LINK, card.score.link)
     if reviews_button and card.score.reviews_due > 0:
         blocks.append(
             {
