@@ -440,3 +440,49 @@ def test_discord_and_slack_render_the_links() -> None:
     assert any(link.replace("/me", "/admin") in str(b) for b in slack_render.render(config).blocks)
     assert f"{wording.ADMIN_LINK}: {config.link}" in wording.config_lines(config)
     assert not any("http" in line for line in wording.score_lines(card, with_link=False))
+
+
+def test_page_values_on_sqlite_and_postgresql(engine: StudyEngine, clock: FakeClock) -> None:
+    """The pages' store queries on both databases (the browser tests use SQLite): ranks with
+    ties, a member's weeks, topics and misses in the bank's letters, the bank's reveal rule,
+    demos and the admin page, and nothing of another community."""
+    chat = Console(engine, "guild", "Ann")
+    chat.handle("/config channel console")
+    first = _daily(chat)
+    for who, ok in (("Ann", True), ("Bob", True), ("Cy", False)):
+        _answer(chat, who, first, ok)
+    chat.handle("/close")
+    clock.advance(days=1)
+    second = _daily(chat)
+    _answer(chat, "Ann", second, False)
+    other = Console(engine, "elsewhere", "Zed")
+    other.handle("/config channel console")
+    _answer(other, "Zed", _daily(other), True)
+
+    board = engine.leaderboard_page(GUILD, "2026-W48", 1, "ann")
+    assert [(r.rank, r.user) for r in board.rows] == [(1, "Ann"), (1, "Bob")]
+    assert board.members == 2 and board.highlight == "Ann" and board.previous_week == "2026-W47"
+    assert board.next_week is None and engine.leaderboard_page(GUILD, "all").scope == "all"
+
+    page = engine.member_page(GUILD, "ann")
+    assert page.score.user == "Ann" and page.weeks[-1].week == "2026-W48" and page.weeks[-1].points > 0
+    assert sum(t.answered for t in page.topics) == 2 and sum(t.correct for t in page.topics) == 1
+    (missed,) = page.missed
+    question = engine.bank.get(second)
+    assert question is not None and missed.question_id == second
+    assert missed.answer == "ABCDE"[question.answer_index]
+    assert [c.why for c in missed.choices] == [c.why for c in question.choices]
+    assert [c.count for c in missed.choices].count(1) == 1 and missed.chosen != missed.answer
+
+    bank = engine.bank_page(GUILD)
+    assert [q.question_id for q in bank.questions] == [first]  # the second is the open round
+    assert bank.hidden == len(engine.bank.questions) - 1
+
+    assert engine.demos_page(GUILD).demos == ()
+    admin = engine.admin_page(GUILD)
+    assert ("web", "private") in admin.settings and admin.next_close is not None
+    engine.config(GUILD, "web", "public")
+    found = engine.web_community(GUILD)
+    assert found is not None and found.public
+    assert engine.web_community(CommunityRef("console", "nobody")) is None
+    assert [r.user for r in engine.leaderboard_page(CommunityRef("console", "elsewhere")).rows] == ["Zed"]
