@@ -286,6 +286,39 @@ def questions_stats() -> None:
     )
 
 
+@questions_app.command("export")
+def questions_export(
+    community: Annotated[str, typer.Option(help="The community id (a guild, a workspace, a console community).")],
+    platform: Annotated[
+        str | None, typer.Option(help="Its platform (console, discord, slack); needed when the id is on several.")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="The folder the YAML files go to (one per topic).")] = Path(
+        "exported-questions"
+    ),
+) -> None:
+    """Write a community's approved members' questions as bank YAML (questions lint passes it)."""
+    engine = _engine_or_exit(Settings())
+    found = [ref for ref, _ in engine.communities() if ref.community_id == community]
+    if platform is not None:
+        found = [ref for ref in found if ref.platform == platform]
+    if not found:
+        raise fail(f"No community '{community}'{f' on {platform}' if platform else ''}.")
+    if len(found) > 1:
+        raise fail(f"'{community}' is on {', '.join(r.platform for r in found)}: choose one with --platform.")
+    try:
+        files = engine.export_questions(found[0])
+    except StudyBotError as exc:
+        raise fail(exc.message) from None
+    if not files:
+        typer.echo(f"No approved members' questions in {found[0].platform}/{community}.")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for topic, text in files.items():
+        (out / f"{topic}.yaml").write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {out / f'{topic}.yaml'}")
+    typer.echo(f"Check them with: studybot questions lint {out}")
+
+
 @questions_app.command("analysis")
 def questions_analysis(
     community: Annotated[str | None, typer.Option(help="Only this community id (default: all).")] = None,
@@ -298,7 +331,7 @@ def questions_analysis(
 ) -> None:
     """Item analysis of the answers given: share right, discrimination, pick rates and flags."""
     from bot.core.item_analysis import analyse, letter
-    from bot.store.item_stats import answer_rows
+    from bot.store.item_stats import answer_rows, question_difficulty
 
     settings = Settings()
     bank = _bank_or_exit(settings)
@@ -308,13 +341,23 @@ def questions_analysis(
         try:
             with database.read() as conn:
                 rows = answer_rows(conn, platform=platform, external_id=community)
+                ratings = question_difficulty(conn, bank.questions)
         finally:
             database.dispose()
     except StudyBotError as exc:
         raise fail(exc.message) from None
-    items = [s for s in analyse(rows, bank.questions, min_answers) if s.flags or not flagged]
+    items = [s for s in analyse(rows, bank.questions, min_answers, ratings) if s.flags or not flagged]
     if as_json:
-        fields = ("question_id", "key", "answers", "share_correct", "discrimination", "pick_rates", "flags")
+        fields = (
+            "question_id",
+            "key",
+            "answers",
+            "share_correct",
+            "discrimination",
+            "difficulty",
+            "pick_rates",
+            "flags",
+        )
         typer.echo(
             json.dumps(
                 [
@@ -326,12 +369,13 @@ def questions_analysis(
             )
         )
         return
-    typer.echo(f"{'question':<44}{'answers':>8}{'right':>7}{'disc':>7}  {'picks (key*)':<28}flags")
+    typer.echo(f"{'question':<44}{'answers':>8}{'right':>7}{'disc':>7}{'diff':>7}  {'picks (key*)':<28}flags")
     for s in items:
         right = "-" if s.share_correct is None else f"{s.share_correct:.0%}"
         disc = "-" if s.discrimination is None else f"{s.discrimination:+.2f}"
         picks = " ".join(f"{letter(i)}{'*' if i == s.key else ''}{rate:.0%}" for i, rate in enumerate(s.pick_rates))
-        typer.echo(f"{s.question_id:<44}{s.answers:>8}{right:>7}{disc:>7}  {picks:<28}{','.join(s.flags)}")
+        diff = "-" if s.difficulty is None else f"{s.difficulty:+.2f}"
+        typer.echo(f"{s.question_id:<44}{s.answers:>8}{right:>7}{disc:>7}{diff:>7}  {picks:<28}{','.join(s.flags)}")
     for s in items:
         for note in s.describe():
             typer.echo(f"! {note}")

@@ -21,6 +21,7 @@ from bot.core.demo_result import outcome_card, progress_card
 from bot.core.errors import InvalidInput, NotFound
 from bot.core.item_analysis import UNANSWERED, ItemStats, analyse
 from bot.core.ports import Links, Store, StoreTx
+from bot.core.practice import PracticeMixin, PracticePolicy, SuggestionPolicy
 from bot.core.records import DemoJobRecord, NewAnswer, OutboxRecord, RoundRecord
 from bot.core.text import MAX_TEXT, clean_name, looks_like_letter, parse_choice
 from bot.core.values import (
@@ -52,6 +53,8 @@ from bot.core.values import (
     RoundKind,
     ScoreCard,
     StatsLine,
+    SuggestionDecided,
+    SuggestionQueue,
     UserRef,
     WebCommunity,
     letter,
@@ -117,7 +120,7 @@ def _ago(span: timedelta) -> str:
     return _duration(span)
 
 
-class StudyEngine:
+class StudyEngine(PracticeMixin):
     """The study bot's rules. Each public method is one use case and one unit of work."""
 
     def __init__(
@@ -131,6 +134,8 @@ class StudyEngine:
         forget_salt: str = "studybot",
         demos: DemoPolicy | None = None,
         links: Links | None = None,
+        practice: PracticePolicy | None = None,
+        suggestions: SuggestionPolicy | None = None,
     ) -> None:
         self.store = store
         self.bank = bank
@@ -141,6 +146,9 @@ class StudyEngine:
         self.forget_salt = forget_salt
         self.demos = demos or DemoPolicy()
         self.links = links  # signs links to the web page (/score, /config), when it has a URL
+        self.practice = practice or PracticePolicy()
+        self.suggestion_policy = suggestions or SuggestionPolicy()
+        self._member_questions: dict[str, tuple[Question, int]] = {}  # approved members' questions
         self._flag_memo: dict[int, tuple[datetime, tuple[tuple[str, tuple[str, ...]], ...]]] = {}
 
     # ----------------------------------------------------------------- helpers
@@ -172,8 +180,8 @@ class StudyEngine:
         return -1 if config is None else config.id
 
 
-    def _question(self, question_id: str) -> Question:
-        question = self.bank.get(question_id)
+    def _question(self, question_id: str, tx: StoreTx | None = None) -> Question:
+        question = self._find(question_id, tx)
         if question is None:
             raise NotFound("That question is no longer in the bank, so it cannot be answered.")
         return question
@@ -239,10 +247,14 @@ class StudyEngine:
         return self._card(row, question, admin_note=note)
 
     def _next_daily_question(self, tx: StoreTx, community: CommunityConfig) -> tuple[Question, int]:
-        pool = [q for q in self.bank.questions if not community.topics or q.topic in community.topics]
+        own = self._community_questions(tx, community.id)
+        pool = [q for q in [*self.bank.questions, *own] if not community.topics or q.topic in community.topics]
         if not pool:
-            pool = list(self.bank.questions)
+            pool = [*self.bank.questions, *own]
         last_asked = tx.daily_last_asked(community.id)
+        fresh_own = [q for q in own if q in pool and q.id not in last_asked]
+        if fresh_own:  # a member's question just approved comes in the next round
+            return fresh_own[0], sum(1 for q in pool if q.id not in last_asked) - 1
 
         def spread(q: Question) -> str:  # a stable order that differs between communities
             return hashlib.sha256(f"{community.id}:{q.id}".encode()).hexdigest()
@@ -311,6 +323,7 @@ class StudyEngine:
                 chosen = tx.answer_choice(round_id, member_id)
                 return AlreadyAnswered(round_id=round_id, chosen=letter(chosen or 0))
             self._schedule_review(tx, row, member_id, question.id, correct, now, miss_card)
+            self._rate(tx, member_id, question, correct)
             return points, bonus
 
         # Concurrent first answers share one transaction on SQLite (group commit), each in
@@ -385,7 +398,7 @@ class StudyEngine:
             if looks_like_letter(text):
                 return Notice("There is no open question here right now; a new one comes with the next daily round.")
             return None
-        question = self.bank.get(pending.question_id)
+        question = self._find(pending.question_id)
         if question is None:
             return None
         shown = [question.choices[i].text for i in self._order(pending, question)]
@@ -412,7 +425,7 @@ class StudyEngine:
             row = None if community is None else tx.daily_by_ref(community.id, question_ref)
         if row is None:
             return None
-        question = self.bank.get(row.question_id)
+        question = self._find(row.question_id)
         if question is None:
             return None
         choice = parse_choice(text, [question.choices[i].text for i in self._order(row, question)])
@@ -473,7 +486,7 @@ class StudyEngine:
 
     def _reveal(self, tx: StoreTx, round_id: int) -> RevealCard:
         row = tx.get_round(round_id)
-        question = self._question(row.question_id)
+        question = self._question(row.question_id, tx)
         order = self._order(row, question)
         counts = tx.choice_counts(round_id)
         shown_answer = order.index(question.answer_index)
@@ -500,23 +513,35 @@ class StudyEngine:
             channel_id=row.channel_id,
             answered=sum(counts.values()),
             question_ref=question_ref,
+            author=self._author(tx, question.id),
         )
 
     # ------------------------------------------------------- practice, review
 
     def quiz(self, user: UserRef, channel: ChannelRef, topic: str | None = None) -> QuestionCard:
-        """A private practice question, preferring ones this user has not seen."""
+        """A private practice question at the member's level: without a topic, a review due
+        first, else the question whose predicted chance of a right answer is nearest the
+        target (PracticePolicy), never one they saw in the last 30 days; with a topic, the
+        same within it, falling back to the least seen."""
         if topic is not None:
             topic = topic.strip().lower()
             if topic not in TOPICS:
                 raise InvalidInput(f"Unknown topic '{topic[:40]}'. Topics: {', '.join(TOPICS)}.")
-        pool = [q for q in self.bank.questions if topic is None or q.topic == topic]
-        if not pool:
-            raise NotFound(f"The bank has no questions on {topic} yet.")
         now = self.now()
         with self.store.write() as tx:
             community = self._community(tx, user)
+            pool = [q for q in self._pool(tx, community.id) if topic is None or q.topic == topic]
+            if not pool:
+                raise NotFound(f"The bank has no questions on {topic} yet.")
             member_id = self._member(tx, community.id, user)
+            picked = self._adaptive_pick(tx, community, member_id, topic, now)
+            if picked is not None:
+                return self._private_round(tx, community.id, member_id, channel, picked[0], picked[1], now)
+            if topic is None:
+                raise NotFound(
+                    f"You have seen every question here in the last {self.practice.fresh_days} days: "
+                    "try /review, or a topic with /quiz TOPIC."
+                )
             seen = tx.seen_counts(member_id)
             salt = f"{member_id}:{now.isoformat()}"
             question = min(
@@ -532,7 +557,7 @@ class StudyEngine:
             community = self._community(tx, user)
             member_id = self._member(tx, community.id, user)
             for question_id, due in tx.reviews(member_id):
-                question = self.bank.get(question_id)
+                question = self._find(question_id, tx)
                 if question is None:
                     continue
                 if due > now:
@@ -572,6 +597,7 @@ class StudyEngine:
             board = tx.board(community.id, week)
             streak, best = self._streaks(tx, community.id, member_id, now)
             due = tx.reviews_due(member_id, now)
+            levels = self._levels(tx.member_ratings(member_id))
         mine = scoring.rank_of(board, member_id)  # not the whole ranking: one member's row
 
         def line(kinds: tuple[str, ...]) -> StatsLine:
@@ -590,6 +616,7 @@ class StudyEngine:
             best_streak=best,
             reviews_due=due,
             link=self._member_link(user),
+            levels=levels,
         )
 
     @staticmethod
@@ -648,7 +675,9 @@ class StudyEngine:
         """The community's questions the item analysis flags (a likely wrong key, too easy, a
         distractor nobody picks), from its members' answers; unanswered ones are not news."""
         found = []
-        for stats in analyse(tx.answer_rows(community_id), self.bank.questions):
+        questions = self._pool(tx, community_id)
+        ratings = self.difficulty(questions, tx.question_ratings(q.id for q in questions))
+        for stats in analyse(tx.answer_rows(community_id), questions, ratings=ratings):
             flags = tuple(flag for flag in stats.flags if flag != UNANSWERED)
             if flags:
                 found.append(replace(stats, flags=flags))
@@ -706,9 +735,10 @@ class StudyEngine:
 
     def configure(
         self, community: CommunityRef, key: str | None = None, value: str | None = None
-    ) -> ConfigCard | QuestionCard | AlreadyOpen | Notice:
+    ) -> ConfigCard | QuestionCard | AlreadyOpen | Notice | SuggestionQueue | SuggestionDecided:
         """`/config ...` as typed in chat: show, a setting (short names allowed: time, window),
-        pause, resume, or post-now (open today's round in the configured channel now)."""
+        pause, resume, post-now (open today's round in the configured channel now), or the
+        members' questions: suggestions, approve N, note N TEXT, reject N, remove QUESTION-ID."""
         word = (key or "show").strip().lower()
         if word == "show":
             return self.config(community)
@@ -722,7 +752,26 @@ class StudyEngine:
             if current is None or current.channel_id is None:
                 return Notice("No channel is set for this community: set one with /config channel first.")
             return self.open_daily(ChannelRef(community.platform, community.community_id, current.channel_id))
+        if word in ("suggestions", "approve", "reject", "note", "remove"):
+            return self._queue_command(community, word, value)
         return self.config(community, CONFIG_ALIASES.get(word, word), value)
+
+    def _queue_command(
+        self, community: CommunityRef, word: str, value: str | None
+    ) -> SuggestionQueue | SuggestionDecided | Notice:
+        """`/config suggestions`, `/config approve|reject N`, `/config note N TEXT`,
+        `/config remove QUESTION-ID`."""
+        if word == "suggestions":
+            return self.suggestion_queue(community)
+        target, _, rest = (value or "").strip().partition(" ")
+        if word == "remove":
+            if not target:
+                raise InvalidInput("Say which question: /config remove QUESTION-ID.")
+            return self.remove_question(community, target)
+        number = target.lstrip("#")
+        if not number.isdigit():
+            raise InvalidInput(f"Say which suggestion: /config {word} NUMBER{' NOTE' if word == 'note' else ''}.")
+        return self.decide_suggestion(community, int(number), word, rest.strip() or None)
 
     def communities(self) -> list[tuple[CommunityRef, CommunityConfig]]:
         """Every community the bot knows, with its settings (for the scheduler)."""
@@ -876,7 +925,7 @@ class StudyEngine:
             return outcome_card(job)
         if row.kind == "question":
             round_row = tx.get_round(int(row.key))
-            return self._card(round_row, self._question(round_row.question_id))
+            return self._card(round_row, self._question(round_row.question_id, tx))
         if row.kind == "reveal":
             return self._reveal(tx, int(row.key))
         board = scoring.rank_rows(tx.board(row.community_id, row.key))
@@ -1066,7 +1115,7 @@ class StudyEngine:
             return memo[1]
         found = []
         for stats in self._flagged(tx, community_id):
-            question = self.bank.get(stats.question_id)
+            question = self._find(stats.question_id, tx)
             texts = [c.text for c in question.choices] if question else []
             found.append((stats.question_id, tuple(stats.describe(texts))))
         self._flag_memo[community_id] = (now, tuple(found))

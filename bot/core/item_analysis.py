@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from bot.core.bank import Question
 from bot.core.records import AnswerRow
@@ -50,6 +50,9 @@ class ItemStats:
     flags: tuple[str, ...]
     suspect_choice: int | None = None  # wrong-key: the wrong choice the strongest members pick
     dead_choices: tuple[int, ...] = ()  # dead-distractor: the choices nobody picks
+    # The question's difficulty rating (logits; bot/core/rating.py), the same number adaptive
+    # practice picks by: None when the caller has no ratings.
+    difficulty: float | None = None
 
     def describe(self, texts: Sequence[str] = ()) -> list[str]:
         """One plain sentence per flag, for an admin. With the choices' `texts` (file order),
@@ -104,10 +107,14 @@ def point_biserial(right: Sequence[bool], scores: Sequence[float]) -> float | No
 
 
 def analyse(
-    rows: Iterable[AnswerRow], questions: Sequence[Question], min_answers: int = MIN_ANSWERS
+    rows: Iterable[AnswerRow],
+    questions: Sequence[Question],
+    min_answers: int = MIN_ANSWERS,
+    ratings: Mapping[str, float] | None = None,
 ) -> list[ItemStats]:
     """Stats and flags for every question of the bank, in bank order. Answers to questions no
-    longer in the bank are left out, of the items and of the members' accuracy alike."""
+    longer in the bank are left out, of the items and of the members' accuracy alike.
+    `ratings`: each question's difficulty rating (the one practice uses), carried as is."""
     bank = {q.id: q for q in questions}
     kept = [r for r in rows if r.question_id in bank]
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # member -> [right, answered]
@@ -119,7 +126,10 @@ def analyse(
         per_item[(row.member, row.question_id)][0] += row.correct
         per_item[(row.member, row.question_id)][1] += 1
         by_question[row.question_id].append(row)
-    return [_item(q, by_question.get(q.id, []), totals, per_item, min_answers) for q in questions]
+    items = [_item(q, by_question.get(q.id, []), totals, per_item, min_answers) for q in questions]
+    if ratings is None:
+        return items
+    return [replace(item, difficulty=ratings.get(item.question_id)) for item in items]
 
 
 def _item(

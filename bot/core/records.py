@@ -97,3 +97,22 @@ class AnswerRow:
     member: str
     choice: int
     correct: bool
+
+
+@dataclass(frozen=True)
+class SuggestionRecord:
+    """A member's question as stored: its state, the question as JSON (`body`), the id it has
+    in the community's bank once approved, and its author (None once they were forgotten)."""
+
+    id: int
+    community_id: int
+    state: str  # draft | pending | approved | rejected | returned | removed
+    topic: str
+    body: str
+    question_id: str | None
+    note: str | None
+    channel_id: str
+    created_at: datetime
+    author_member: int | None
+    author_user: str | None
+    author_name: str | None

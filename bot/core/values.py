@@ -106,6 +106,7 @@ class RevealCard:
     channel_id: str
     answered: int
     question_ref: str | None = None  # the platform's reference of the question's post, once known
+    author: str | None = None  # a member's question: who wrote it
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ class ScoreCard:
     best_streak: int
     reviews_due: int
     link: str | None = None  # a signed, expiring link to the member's web page, when one is set up
+    levels: tuple[TopicLevel, ...] = ()  # adaptive practice: the member's level per topic answered
 
 
 @dataclass(frozen=True)
@@ -443,3 +445,108 @@ class AdminPage:
     alerts: tuple[str, ...]  # posts that failed or were given up
     demos: tuple[DemoEntry, ...]
     flagged: tuple[tuple[str, tuple[str, ...]], ...]  # question id, what the item analysis says
+
+
+# ------------------------------------------------- members' questions, adaptive practice
+
+
+@dataclass(frozen=True)
+class TopicLevel:
+    """A member's level on one topic: their rating (logits, against a level-2 question), a
+    word for it, the chance of a right answer on a typical question, and answers counted."""
+
+    topic: str
+    rating: float
+    name: str
+    chance: float
+    answers: int
+
+
+@dataclass(frozen=True)
+class SuggestionForm:
+    """What a member typed into /suggest (a modal, guided prompts), as typed: the engine
+    parses and checks it. `choices` and `whys` pair up by position; `correct` is a letter
+    (A-E) or the right choice's text; `level` 1-3 or intro/practitioner/expert."""
+
+    topic: str = ""
+    level: str = ""
+    prompt: str = ""
+    choices: tuple[str, ...] = ()
+    whys: tuple[str, ...] = ()
+    correct: str = ""
+    trap: str = ""
+    explain: str = ""
+    refs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """Why one field of a suggestion is refused. `field`: a stable key (topic, level, prompt,
+    choices, correct, choice_0..4, why_0..4, trap, explain, refs) that forms map to their
+    inputs; `label`: how a member names it ("why of choice B")."""
+
+    field: str
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SuggestionRefused:
+    problems: tuple[FieldProblem, ...]
+
+
+@dataclass(frozen=True)
+class SuggestionDraft:
+    """Discord's first form was kept: the member continues with the second (the whys, the
+    trap and the reference) by the button `custom_id`."""
+
+    draft_id: int
+    choices: tuple[str, ...]
+    custom_id: str
+
+
+@dataclass(frozen=True)
+class SuggestionReceived:
+    suggestion_id: int
+    prompt: str
+    pending: int  # the author's suggestions now waiting
+
+
+@dataclass(frozen=True)
+class SuggestionItem:
+    """One suggestion in the admins' queue, with its approve / note / reject button ids."""
+
+    suggestion_id: int
+    author: str
+    topic: str
+    difficulty: int
+    prompt: str
+    choices: tuple[str, ...]
+    answer: int
+    whys: tuple[str, ...]
+    trap: str | None
+    explain: str | None
+    refs: tuple[str, ...]
+    approve_id: str
+    note_id: str
+    reject_id: str
+
+
+@dataclass(frozen=True)
+class SuggestionQueue:
+    community: str
+    items: tuple[SuggestionItem, ...]
+    waiting: int  # in all (items shows the oldest few)
+
+
+@dataclass(frozen=True)
+class SuggestionDecided:
+    """An admin's decision. `author` (None when they were forgotten) is told `action` privately
+    by the platform that renders this card."""
+
+    suggestion_id: int
+    action: str  # approved | rejected | returned
+    prompt: str
+    question_id: str | None
+    note: str | None
+    author: UserRef | None

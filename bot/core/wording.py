@@ -126,6 +126,7 @@ def score_lines(card: ScoreCard, with_link: bool = True) -> list[str]:
         f"{card.user}: {card.week_points} points in {card.week} ({rank}), {card.total_points} all time.",
         f"Daily accuracy {percent(card.daily)}; practice {percent(card.practice)}.",
         f"Streak {card.streak} (best {card.best_streak}). Reviews due: {card.reviews_due}.",
+        *levels_lines(card.levels),
     ]
     if card.link and with_link:
         lines.append(f"{MEMBER_LINK}: {card.link}")
@@ -250,6 +251,7 @@ COMMAND_HELP = (
     ("/leaderboard [week|all|2026-W48]", "the weekly or all-time leaderboard"),
     ("/demo checkpoint [layers=16 tokens=2048 ...]", "measure peak memory with and without checkpointing"),
     ("/demo estimate preset=gpt2-small [batch=8 seq=1024]", "estimate a large model's peak memory"),
+    ("/suggest", "write a question for this community's bank (the admins approve it)"),
     ("/forget-me [confirm]", "delete your data in this workspace"),
     ("{config} [show|pause|resume|post-now|KEY VALUE]", "admins: settings (channel, time, timezone, window, topics)"),
 )
@@ -297,6 +299,7 @@ COMMANDS = {
     "leaderboard": "This week's board, all time, or an ISO week such as 2026-W48.",
     "demo": "Measure activation checkpointing: peak memory with and without it.",
     "forget-me": "Delete everything stored about you in this server.",
+    "suggest": "Write a question for this server's bank; the admins approve it.",
     "config": "Show or change the daily round's settings (Manage Server).",
     "help": "What this bot does and its commands.",
 }
@@ -337,3 +340,109 @@ def closes_line(when: str) -> str:
 def describe_any(card: Any) -> str:
     """A one-line fallback for a card a platform has no layout for (logged as a bug)."""
     return f"({type(card).__name__})"
+
+
+# ------------------------------------------------- members' questions, levels
+
+SUGGEST_BUTTONS = {"approve": "Approve", "note": "Send back with a note", "reject": "Reject"}
+SUGGEST_CONTINUE = "Continue: explain each choice"
+SUGGEST_TITLE = "Suggest a question"
+SUGGEST_TITLE_2 = "Suggest a question (2 of 2)"
+NOTE_TITLE = "A note for the author"
+NOTE_LABEL = "What should they change?"
+# The form's fields as members read them (modals, guided prompts).
+SUGGEST_LABELS = {
+    "topic": "Topic",
+    "level": "Level: 1 intro, 2 practitioner, 3 expert",
+    "prompt": "The question (ends with ?)",
+    "choices": "Choices, one per line (2 to 5)",
+    "correct": "Which choice is right (A-E)",
+    "whys": "Why each choice is right or wrong, one line per choice",
+    "trap": "The trap: the misconception behind wrong picks",
+    "refs": "A reference a reader can open (doc name or link)",
+}
+SUGGEST_STEPS = {
+    "topic": "Topic? One of: {topics}.",
+    "level": "Level? 1 intro, 2 practitioner, 3 expert.",
+    "prompt": "The question (at most 300 characters, ending with ?):",
+    "choice": "Choice {letter} (at most 80 characters){done}:",
+    "why": "Why is {letter} right or wrong (at least 40 characters)?",
+    "correct": "Which choice is right? A letter.",
+    "trap": "The trap, the misconception that makes people pick wrong (- to skip):",
+    "explain": "A general explanation for the reveal (- to skip):",
+    "refs": "A reference a reader can open (a document's name or a link):",
+}
+SUGGEST_DONE_HINT = ", or done"
+SUGGEST_STARTED = "Suggesting a question: answer each prompt (/cancel stops)."
+SUGGEST_CANCELLED = "Suggestion cancelled; nothing was sent."
+
+
+def suggestion_refused(problems: Iterable[Any]) -> list[str]:
+    return ["Your question was not sent. Please fix:"] + [f"{p.label}: {p.reason}" for p in problems]
+
+
+def suggestion_received(card: Any) -> str:
+    return (
+        f"Thanks! Your question #{card.suggestion_id} is waiting for the admins "
+        f"({count(card.pending, 'question')} of yours waiting). You will be told what they decide."
+    )
+
+
+def suggestion_draft(card: Any) -> str:
+    return f"First part kept. Now explain each of the {len(card.choices)} choices, the trap and a reference."
+
+
+def queue_title(card: Any) -> str:
+    if not card.waiting:
+        return "No suggested questions are waiting."
+    return f"Suggested questions waiting: {card.waiting} (oldest first)"
+
+
+def queue_item_lines(item: Any) -> list[str]:
+    lines = [f"#{item.suggestion_id} by {item.author} [{item.topic}, level {item.difficulty}]: {item.prompt}"]
+    for i, (text, why) in enumerate(zip(item.choices, item.whys, strict=True)):
+        mark = "right" if i == item.answer else "wrong"
+        lines.append(f"{letter(i)}) {text} [{mark}]: {why}")
+    if item.trap:
+        lines.append(trap_line(item.trap))
+    if item.explain:
+        lines.append(item.explain)
+    lines.append(refs_line(item.refs))
+    return lines
+
+
+QUEUE_COMMANDS = "Decide with /config approve N, /config note N TEXT or /config reject N."
+
+
+def decided_admin(card: Any) -> str:
+    if card.action == "approved":
+        return f"Suggestion #{card.suggestion_id} approved: it is question {card.question_id} of this community's bank."
+    if card.action == "returned":
+        return f"Suggestion #{card.suggestion_id} sent back to its author with your note."
+    return f"Suggestion #{card.suggestion_id} rejected."
+
+
+def decided_author(card: Any) -> str:
+    head = f'Your question "{card.prompt[:80]}"'
+    if card.action == "approved":
+        return f"{head} was approved: it joins the daily rounds and practice. Thank you!"
+    if card.action == "returned":
+        return f"{head} was sent back by the admins: {card.note} Send it again with /suggest when it is ready."
+    note = f" Their note: {card.note}" if card.note else ""
+    return f"{head} was not accepted by the admins.{note}"
+
+
+def author_line(author: str) -> str:
+    return f"Question written by {author}, a member here."
+
+
+def level_line(level: Any) -> str:
+    return (
+        f"{level.topic}: {level.name} (rating {level.rating:+.1f}, about {level.chance:.0%} right on a level-2 "
+        f"question; {count(level.answers, 'answer')})"
+    )
+
+
+def levels_lines(levels: Iterable[Any]) -> list[str]:
+    found = [level_line(level) for level in levels]
+    return ["Your level by topic:", *found] if found else []

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bot.core import wording
+from bot.core.bank import TOPICS
 from bot.core.demo_request import parse_demo
 from bot.core.engine import StudyEngine
 from bot.core.text import MAX_TEXT, clean_name
@@ -44,6 +45,12 @@ from bot.core.values import (
     RevealCard,
     RoundClosed,
     ScoreCard,
+    SuggestionDecided,
+    SuggestionDraft,
+    SuggestionForm,
+    SuggestionQueue,
+    SuggestionReceived,
+    SuggestionRefused,
     UserRef,
 )
 from bot.delivery import Deliverer
@@ -65,6 +72,8 @@ HELP = """Commands:
   /config [KEY VALUE]    show or change settings (channel, timezone, daily_time, window_hours, topics, paused, web)
   /demo checkpoint [layers=16 tokens=2048 width=128 strategies=none,block ...]
   /demo estimate preset=gpt2-small [batch=8 seq=1024 gpu-gib=24]
+  /suggest               write a question for this community's bank (guided prompts; /cancel stops)
+  /config suggestions    the questions waiting; /config approve N, note N TEXT, reject N, remove QUESTION-ID
   /forget-me [confirm]   delete your data in this community
   /help, /quit
 A bare line answers your pending practice question, else the open daily round
@@ -137,12 +146,16 @@ def render(card: object) -> list[Message]:
             if card.trap:
                 lines.append(wording.trap_line(card.trap))
             lines.append(wording.refs_line(card.refs))
+            if card.author:
+                lines.append(wording.author_line(card.author))
             counts = {c.letter: c.count for c in card.choices}
             data = {
                 "answer": card.answer,
                 "counts": counts,
                 "round_id": card.round_id,
                 "question_ref": card.question_ref,
+                "question_id": card.question_id,
+                "author": card.author,
             }
             return [Message("channel", "reveal", "\n".join(lines), data)]
         case AlreadyOpen():
@@ -159,6 +172,7 @@ def render(card: object) -> list[Message]:
                 "daily_correct": card.daily.correct,
                 "practice_answered": card.practice.answered,
                 "practice_correct": card.practice.correct,
+                "levels": {level.topic: round(level.rating, 3) for level in card.levels},
             }
             return [Message("user", "score", "\n".join(wording.score_lines(card)), data)]
         case LeaderboardCard():
@@ -183,6 +197,29 @@ def render(card: object) -> list[Message]:
             return [Message("user", "config", text, {"settings": dict(card.settings), "alerts": list(card.alerts)})]
         case Notice():
             return [Message("user", "notice", card.text, {})]
+        case SuggestionReceived():
+            data = {"suggestion_id": card.suggestion_id, "pending": card.pending}
+            return [Message("user", "suggestion", wording.suggestion_received(card), data)]
+        case SuggestionRefused():
+            data = {"fields": [p.field for p in card.problems], "problems": [p.reason for p in card.problems]}
+            return [Message("user", "refused", "\n".join(wording.suggestion_refused(card.problems)), data)]
+        case SuggestionDraft():
+            return [Message("user", "notice", wording.suggestion_draft(card), {"draft_id": card.draft_id})]
+        case SuggestionQueue():
+            lines = [wording.queue_title(card)]
+            for item in card.items:
+                lines.append(_indent(wording.queue_item_lines(item)))
+            if card.items:
+                lines.append(wording.QUEUE_COMMANDS)
+            data = {"waiting": card.waiting, "items": [item.suggestion_id for item in card.items]}
+            return [Message("user", "queue", "\n".join(lines), data)]
+        case SuggestionDecided():
+            data = {"suggestion_id": card.suggestion_id, "action": card.action, "question_id": card.question_id}
+            messages = [Message("user", "decided", wording.decided_admin(card), data)]
+            if card.author is not None:
+                author = {"author": card.author.display_name, "action": card.action}
+                messages.append(Message("user", "author_notice", wording.decided_author(card), author))
+            return messages
         case Problem():
             problem_data: dict[str, Any] = {"message": card.text}
             if card.incident:
@@ -244,6 +281,7 @@ class Console:
         self._deliver_lock = threading.Lock()
         self._posted = 0  # channel messages so far: a post's reference is its number
         self.done = False
+        self.form: _SuggestForm | None = None  # /suggest's guided prompts, while they run
 
     def _user(self, name: str) -> UserRef:
         display = clean_name(name)
@@ -279,6 +317,8 @@ class Console:
         return out
 
     def _dispatch(self, text: str) -> list[Message]:
+        if self.form is not None and text.lower() not in ("/quit", "/exit"):
+            return self._suggest_step(text)
         if not text.startswith("/"):
             card = self.engine.answer_text(self.user, self.channel, text)
             if card is None:
@@ -324,12 +364,20 @@ class Console:
                     words = rest.split()
                 if not words:
                     return render(self.engine.config(community))
+                if words[0].lower() in ("suggestions", "approve", "reject", "note", "remove"):
+                    return render(self.engine.configure(community, words[0], rest.partition(" ")[2].strip()))
                 changed = render(self.engine.config(community, words[0], " ".join(words[1:])))
                 if self.on_config is not None:
                     self.on_config()  # jobs follow the new settings at once
                 return changed
             case "/forget-me":
                 return render(self.engine.forget_me(self.user, confirm=rest.lower() == "confirm"))
+            case "/suggest":
+                self.form = _SuggestForm()
+                return [
+                    Message("user", "notice", wording.SUGGEST_STARTED, {}),
+                    Message("user", "prompt", self.form.ask(), {"field": self.form.field}),
+                ]
             case "/demo":
                 return self._demo(rest)
             case "/help":
@@ -338,6 +386,18 @@ class Console:
                 self.done = True
                 return [Message("user", "notice", "Bye.", {})]
         return render(Problem(f"Unknown command {command[:30]}; type /help for the list."))
+
+    def _suggest_step(self, text: str) -> list[Message]:
+        """One answer to /suggest's guided prompts; the last one sends the form (one engine call)."""
+        form = self.form
+        assert form is not None
+        if text.lower() == "/cancel":
+            self.form = None
+            return [Message("user", "notice", wording.SUGGEST_CANCELLED, {})]
+        if not form.take(text):
+            return [Message("user", "prompt", form.ask(), {"field": form.field})]
+        self.form = None
+        return render(self.engine.suggest(self.user, self.channel, form.value()))
 
     def _demo(self, rest: str) -> list[Message]:
         if self.demos is None:
@@ -353,6 +413,65 @@ class Console:
             1
             for job in self.engine.demo_jobs(50)
             if job.platform == PLATFORM and job.community == self.community and job.state in ("queued", "running")
+        )
+
+
+class _SuggestForm:
+    """/suggest's guided prompts: topic, level, prompt, choices with their whys (2 to 5),
+    the right one, the trap, an explanation, a reference. Lives in the console (a modal's
+    state lives in the chat client); the engine sees one complete form."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+        self.choices: list[str] = []
+        self.whys: list[str] = []
+        self.field = "topic"
+
+    def ask(self) -> str:
+        steps = wording.SUGGEST_STEPS
+        if self.field == "topic":
+            return steps["topic"].format(topics=", ".join(TOPICS))
+        if self.field == "choice":
+            done = wording.SUGGEST_DONE_HINT if len(self.choices) >= 2 else ""
+            return steps["choice"].format(letter=chr(ord("A") + len(self.choices)), done=done)
+        if self.field == "why":
+            return steps["why"].format(letter=chr(ord("A") + len(self.choices) - 1))
+        return steps[self.field]
+
+    def take(self, text: str) -> bool:
+        """Keep one answer; True when the form is complete."""
+        order = ["topic", "level", "prompt"]
+        if self.field in order:
+            self.values[self.field] = text
+            self.field = order[order.index(self.field) + 1] if self.field != "prompt" else "choice"
+        elif self.field == "choice":
+            if text.lower() == "done" and len(self.choices) >= 2:
+                self.field = "correct"
+            else:
+                self.choices.append(text)
+                self.field = "why"
+        elif self.field == "why":
+            self.whys.append(text)
+            self.field = "choice" if len(self.choices) < 5 else "correct"
+        elif self.field in ("correct", "trap", "explain"):
+            self.values[self.field] = "" if text == "-" else text
+            self.field = {"correct": "trap", "trap": "explain", "explain": "refs"}[self.field]
+        else:
+            self.values["refs"] = text
+            return True
+        return False
+
+    def value(self) -> SuggestionForm:
+        return SuggestionForm(
+            topic=self.values.get("topic", ""),
+            level=self.values.get("level", ""),
+            prompt=self.values.get("prompt", ""),
+            choices=tuple(self.choices),
+            whys=tuple(self.whys),
+            correct=self.values.get("correct", ""),
+            trap=self.values.get("trap", ""),
+            explain=self.values.get("explain", ""),
+            refs=(self.values["refs"],) if self.values.get("refs") else (),
         )
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import Connection, Table, select
 
+from bot.core.bank import Question
+from bot.core.rating import start_difficulty
 from bot.core.records import AnswerRow
-from bot.store.tables import Answer, Community, Round
+from bot.store.tables import Answer, Community, QuestionRating, Round
 
 answers: Table = Answer.__table__  # type: ignore[attr-defined]
 rounds: Table = Round.__table__  # type: ignore[attr-defined]
@@ -52,3 +56,11 @@ def answer_rows(
         )
         for row in conn.execute(query)
     ]
+
+
+def question_difficulty(conn: Connection, questions: Sequence[Question]) -> dict[str, float]:
+    """Each question's one difficulty number (bot/core/rating.py): its rating from the answers,
+    or where nobody has answered it, its level's starting value."""
+    table: Table = QuestionRating.__table__  # type: ignore[attr-defined]
+    rated = {row.question_id: float(row.rating) for row in conn.execute(select(table.c.question_id, table.c.rating))}
+    return {q.id: rated.get(q.id, start_difficulty(q.difficulty)) for q in questions}

@@ -16,7 +16,15 @@ from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select
 from sqlmodel import col
 
 from bot.core.community import CommunityConfig
-from bot.core.records import AnswerContext, AnswerRow, DemoJobRecord, NewAnswer, OutboxRecord, RoundRecord
+from bot.core.records import (
+    AnswerContext,
+    AnswerRow,
+    DemoJobRecord,
+    NewAnswer,
+    OutboxRecord,
+    RoundRecord,
+    SuggestionRecord,
+)
 from bot.core.values import CommunityRef
 from bot.store import fast, item_stats, statements
 from bot.store.database import Database, insert_ignoring
@@ -28,11 +36,14 @@ from bot.store.tables import (
     ForgottenAnswer,
     LeaderboardPost,
     Member,
+    MemberRating,
     Outbox,
     PlatformEvent,
     PlatformState,
+    QuestionRating,
     Review,
     Round,
+    Suggestion,
 )
 
 T = TypeVar("T")
@@ -162,6 +173,14 @@ class SqlTx:
         self.conn.execute(delete(Answer).where(col(Answer.member_id) == member_id))
         self.conn.execute(delete(Review).where(col(Review.member_id) == member_id))
         self.conn.execute(delete(Round).where(col(Round.member_id) == member_id))
+        self.conn.execute(delete(MemberRating).where(col(MemberRating.member_id) == member_id))
+        # Their questions in the queue go; approved ones stay, no longer credited to them.
+        self.conn.execute(
+            delete(Suggestion).where(
+                col(Suggestion.member_id) == member_id, col(Suggestion.state).in_(("draft", "pending"))
+            )
+        )
+        self.conn.execute(update(Suggestion).where(col(Suggestion.member_id) == member_id).values(member_id=None))
         self.conn.execute(delete(Member).where(col(Member.id) == member_id))
 
     # ----------------------------------------------------------------- rounds
@@ -931,3 +950,154 @@ class SqlTx:
             self._jobs().where(col(DemoJob.community_id) == community_id).order_by(col(DemoJob.id).desc()).limit(limit)
         ).all()
         return [self._job(row) for row in rows]
+
+    # ------------------------------------------------------- members' questions
+
+    def _suggestions(self) -> Any:
+        return select(Suggestion, col(Member.user_id), col(Member.display_name)).outerjoin(
+            Member, col(Member.id) == col(Suggestion.member_id)
+        )
+
+    @staticmethod
+    def _suggestion(row: Any) -> SuggestionRecord:
+        return SuggestionRecord(
+            id=row.id,
+            community_id=row.community_id,
+            state=row.state,
+            topic=row.topic,
+            body=row.body,
+            question_id=row.question_id,
+            note=row.note,
+            channel_id=row.channel_id,
+            created_at=row.created_at,
+            author_member=row.member_id,
+            author_user=row.user_id,
+            author_name=row.display_name,
+        )
+
+    def add_suggestion(
+        self, community_id: int, member_id: int, channel_id: str, state: str, topic: str, body: str, now: datetime
+    ) -> int:
+        result = self.conn.execute(
+            insert(Suggestion)
+            .values(
+                community_id=community_id,
+                member_id=member_id,
+                channel_id=channel_id,
+                state=state,
+                topic=topic,
+                body=body,
+                created_at=now,
+            )
+            .returning(col(Suggestion.id))
+        )
+        return int(result.scalar_one())
+
+    def set_suggestion(self, suggestion_id: int, **values: Any) -> None:
+        allowed = {"state", "topic", "body", "question_id", "note", "decided_at", "created_at"}
+        self.conn.execute(
+            update(Suggestion)
+            .where(col(Suggestion.id) == suggestion_id)
+            .values({k: v for k, v in values.items() if k in allowed})
+        )
+
+    def get_suggestion(self, suggestion_id: int) -> SuggestionRecord | None:
+        row = self.conn.execute(self._suggestions().where(col(Suggestion.id) == suggestion_id)).first()
+        return self._suggestion(row) if row else None
+
+    def suggestion_by_question(self, question_id: str) -> SuggestionRecord | None:
+        row = self.conn.execute(self._suggestions().where(col(Suggestion.question_id) == question_id)).first()
+        return self._suggestion(row) if row else None
+
+    def suggestions(self, community_id: int, states: tuple[str, ...], limit: int = 1000) -> list[SuggestionRecord]:
+        """The community's suggestions in these states, oldest first."""
+        rows = self.conn.execute(
+            self._suggestions()
+            .where(col(Suggestion.community_id) == community_id, col(Suggestion.state).in_(states))
+            .order_by(col(Suggestion.id))
+            .limit(limit)
+        ).all()
+        return [self._suggestion(row) for row in rows]
+
+    def count_suggestions(self, community_id: int, state: str) -> int:
+        return int(
+            self.conn.execute(
+                select(func.count()).where(col(Suggestion.community_id) == community_id, col(Suggestion.state) == state)
+            ).scalar_one()
+        )
+
+    def member_suggestions(self, member_id: int, since: datetime) -> tuple[int, int]:
+        """(the member's suggestions waiting now, those sent since `since`)."""
+        pending = self.conn.execute(
+            select(func.count()).where(col(Suggestion.member_id) == member_id, col(Suggestion.state) == "pending")
+        ).scalar_one()
+        recent = self.conn.execute(
+            select(func.count()).where(
+                col(Suggestion.member_id) == member_id,
+                col(Suggestion.state) != "draft",
+                col(Suggestion.created_at) >= since,
+            )
+        ).scalar_one()
+        return int(pending), int(recent)
+
+    def drop_drafts(self, member_id: int) -> None:
+        self.conn.execute(
+            delete(Suggestion).where(col(Suggestion.member_id) == member_id, col(Suggestion.state) == "draft")
+        )
+
+    # -------------------------------------------------------- adaptive practice
+
+    def member_ratings(self, member_id: int) -> dict[str, tuple[float, int]]:
+        """The member's ratings by topic ("" overall): (rating, answers)."""
+        rows = self.conn.execute(
+            select(col(MemberRating.topic), col(MemberRating.rating), col(MemberRating.answers)).where(
+                col(MemberRating.member_id) == member_id
+            )
+        ).all()
+        return {topic: (float(rating), int(answers)) for topic, rating, answers in rows}
+
+    def question_ratings(self, question_ids: Iterable[str] | None = None) -> dict[str, tuple[float, int]]:
+        """Questions' difficulty ratings: (rating, answers); every rated one without ids."""
+        query = select(col(QuestionRating.question_id), col(QuestionRating.rating), col(QuestionRating.answers))
+        if question_ids is not None:
+            query = query.where(col(QuestionRating.question_id).in_(list(question_ids)))
+        return {qid: (float(rating), int(answers)) for qid, rating, answers in self.conn.execute(query).all()}
+
+    def bump_member_rating(self, member_id: int, topic: str, start: float, delta: float) -> None:
+        """Add `delta` to a member's rating (created at `start`), counting one more answer."""
+        self.conn.execute(
+            insert_ignoring(self.conn, MemberRating, ["member_id", "topic"]).values(
+                member_id=member_id, topic=topic, rating=start, answers=0
+            )
+        )
+        self.conn.execute(
+            update(MemberRating)
+            .where(col(MemberRating.member_id) == member_id, col(MemberRating.topic) == topic)
+            .values(rating=col(MemberRating.rating) + delta, answers=col(MemberRating.answers) + 1)
+        )
+
+    def bump_question_rating(self, question_id: str, start: float, delta: float) -> None:
+        """Add `delta` to a question's difficulty (created at `start`), in place, so that
+        concurrent answers in other communities add up rather than overwrite each other."""
+        self.conn.execute(
+            insert_ignoring(self.conn, QuestionRating, ["question_id"]).values(
+                question_id=question_id, rating=start, answers=0
+            )
+        )
+        self.conn.execute(
+            update(QuestionRating)
+            .where(col(QuestionRating.question_id) == question_id)
+            .values(rating=col(QuestionRating.rating) + delta, answers=col(QuestionRating.answers) + 1)
+        )
+
+    def seen_since(self, member_id: int, since: datetime) -> set[str]:
+        """The questions a member answered, or was given privately, since `since`."""
+        answered = self.conn.execute(
+            select(col(Round.question_id))
+            .join(Answer, col(Answer.round_id) == col(Round.id))
+            .where(col(Answer.member_id) == member_id, col(Answer.answered_at) >= since)
+        ).scalars()
+        given = self.conn.execute(
+            select(col(Round.question_id)).where(col(Round.member_id) == member_id, col(Round.opened_at) >= since)
+        ).scalars()
+        return set(answered) | set(given)

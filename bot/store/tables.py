@@ -205,3 +205,50 @@ class PlatformEvent(SQLModel, table=True):
     platform: str = Field(max_length=16, primary_key=True)
     event_id: str = Field(max_length=64, primary_key=True)
     seen_at: datetime
+
+
+class Suggestion(SQLModel, table=True):
+    """A member's question (`/suggest`): a draft (Discord's first form), pending in the admins'
+    queue, then approved (the community's own question, `question_id`), rejected, returned
+    with a note, or removed by an admin (its rounds and answers stay). `body` is the question
+    as JSON; the author is the member (SET NULL when they ask to be forgotten)."""
+
+    __tablename__ = "suggestions"
+    __table_args__ = (
+        Index("ix_suggestions_state", "community_id", "state", "id"),
+        Index("ix_suggestions_member", "member_id", "created_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    member_id: int | None = Field(default=None, foreign_key="members.id", ondelete="SET NULL")
+    channel_id: str = Field(max_length=64)
+    state: str = Field(max_length=10)  # draft | pending | approved | rejected | returned | removed
+    topic: str = Field(max_length=40)
+    body: str = Field(max_length=8000)
+    question_id: str | None = Field(default=None, max_length=60, unique=True)
+    note: str | None = Field(default=None, max_length=500)
+    created_at: datetime
+    decided_at: datetime | None = None
+
+
+class MemberRating(SQLModel, table=True):
+    """A member's ability (Elo, logits): overall (`topic` "") and per topic."""
+
+    __tablename__ = "member_ratings"
+
+    member_id: int = Field(foreign_key="members.id", ondelete="CASCADE", primary_key=True)
+    topic: str = Field(max_length=40, primary_key=True)
+    rating: float
+    answers: int
+
+
+class QuestionRating(SQLModel, table=True):
+    """A question's difficulty (Elo, logits), learnt from every answer in every community: the
+    one difficulty number practice, the item analysis and the CLI use."""
+
+    __tablename__ = "question_ratings"
+
+    question_id: str = Field(max_length=60, primary_key=True)
+    rating: float
+    answers: int

@@ -1,0 +1,394 @@
+"""The engine's use cases for members' questions (/suggest, the admins' queue, export) and
+adaptive practice (ratings, /quiz at the member's level, levels per topic). StudyEngine
+(bot/core/engine.py) mixes this in; it reaches the database only through StoreTx.
+
+A community's bank is the shipped bank plus its approved members' questions (never another
+community's). An approved question keeps its row when an admin removes it, so rounds that
+asked it still show and their answers stay counted; removed ones are no longer asked."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from bot.core import rating as elo
+from bot.core import suggestions as forms
+from bot.core.bank import TOPICS, Bank, Question
+from bot.core.community import CommunityConfig
+from bot.core.errors import InvalidInput, NotFound
+from bot.core.ports import Store, StoreTx
+from bot.core.records import SuggestionRecord
+from bot.core.text import clean_name
+from bot.core.values import (
+    ChannelRef,
+    CommunityRef,
+    Notice,
+    QuestionCard,
+    RoundKind,
+    SuggestionDecided,
+    SuggestionDraft,
+    SuggestionForm,
+    SuggestionItem,
+    SuggestionQueue,
+    SuggestionReceived,
+    SuggestionRefused,
+    TopicLevel,
+    UserRef,
+)
+
+log = logging.getLogger(__name__)
+
+SUGGEST_PREFIX = "sb1:sg:"  # Discord's "continue" button after the first form: sb1:sg:<draft>
+QUEUE_PREFIX = "sb1:sq:"  # an admin's decision button: sb1:sq:<suggestion>:<approve|note|reject>
+ACTIONS = {"approve": "approved", "reject": "rejected", "note": "returned"}
+FORMER_MEMBER = "a former member"
+
+
+@dataclass(frozen=True)
+class PracticePolicy:
+    """/quiz picks the question whose predicted chance of a right answer is nearest `target`,
+    never one the member saw in the last `fresh_days` days."""
+
+    target: float = 0.7
+    fresh_days: int = 30
+
+
+@dataclass(frozen=True)
+class SuggestionPolicy:
+    """Per member: at most `max_pending` suggestions waiting and `per_day` sent a day; the
+    queue shows the oldest `shown` at a time."""
+
+    max_pending: int = 3
+    per_day: int = 5
+    shown: int = 5
+
+
+def decode_decision(custom_id: str) -> tuple[int, str] | None:
+    """`sb1:sq:12:approve` -> (12, "approve"); None for anything else."""
+    if not custom_id.startswith(QUEUE_PREFIX):
+        return None
+    number, _, action = custom_id[len(QUEUE_PREFIX) :].partition(":")
+    if not number.isdigit() or action not in ACTIONS or len(number) > 12:
+        return None
+    return int(number), action
+
+
+def decode_draft(custom_id: str) -> int | None:
+    rest = custom_id[len(SUGGEST_PREFIX) :] if custom_id.startswith(SUGGEST_PREFIX) else ""
+    return int(rest) if rest.isdigit() and len(rest) <= 12 else None
+
+
+class PracticeMixin:
+    """Members' questions and adaptive practice, for StudyEngine."""
+
+    store: Store
+    bank: Bank
+    practice: PracticePolicy
+    suggestion_policy: SuggestionPolicy
+    _member_questions: dict[str, tuple[Question, int]]
+
+    # Provided by StudyEngine.
+    now: Callable[[], datetime]
+    _community: Callable[[StoreTx, CommunityRef | UserRef | ChannelRef], CommunityConfig]
+    _member: Callable[[StoreTx, int, UserRef], int]
+    _private_round: Callable[[StoreTx, int, int, ChannelRef, Question, RoundKind, datetime], QuestionCard]
+
+    # ------------------------------------------------------------ the bank
+
+    def _member_question(self, question_id: str, tx: StoreTx | None = None) -> Question | None:
+        """An approved member's question by id (from any state after approval), cached: its
+        content never changes once approved."""
+        cached = self._member_questions.get(question_id)
+        if cached is not None:
+            return cached[0]
+        if not question_id.startswith(forms.ID_PREFIX):
+            return None
+        if tx is None:
+            with self.store.read() as read:
+                record = read.suggestion_by_question(question_id)
+        else:
+            record = tx.suggestion_by_question(question_id)
+        if record is None or record.question_id is None:
+            return None
+        question = forms.from_body(record.question_id, record.topic, record.body, f"suggestion:{record.id}")
+        self._member_questions[question_id] = (question, record.community_id)
+        return question
+
+    def _find(self, question_id: str, tx: StoreTx | None = None) -> Question | None:
+        """A question of the shipped bank or a member's, by id."""
+        return self.bank.get(question_id) or self._member_question(question_id, tx)
+
+    def _community_questions(self, tx: StoreTx, community_id: int) -> list[Question]:
+        """The community's approved members' questions still asked, oldest first."""
+        found = []
+        for record in tx.suggestions(community_id, ("approved",)):
+            if record.question_id:
+                question = forms.from_body(record.question_id, record.topic, record.body, f"suggestion:{record.id}")
+                self._member_questions[record.question_id] = (question, community_id)
+                found.append(question)
+        return found
+
+    def _pool(self, tx: StoreTx, community_id: int) -> list[Question]:
+        return [*self.bank.questions, *self._community_questions(tx, community_id)]
+
+    def _author(self, tx: StoreTx, question_id: str) -> str | None:
+        """Who wrote a member's question (None for the shipped bank's)."""
+        if not question_id.startswith(forms.ID_PREFIX) or self.bank.get(question_id) is not None:
+            return None
+        record = tx.suggestion_by_question(question_id)
+        if record is None:
+            return None
+        return clean_name(record.author_name) if record.author_name else FORMER_MEMBER
+
+    # ------------------------------------------------------------ /suggest
+
+    def suggest(
+        self, user: UserRef, channel: ChannelRef, form: SuggestionForm
+    ) -> SuggestionReceived | SuggestionRefused:
+        """A member's question from a complete form: checked with the bank's rules (refused
+        field by field), then waiting in the admins' queue."""
+        return self._submit(user, channel, form, None)
+
+    def suggest_continue(
+        self, user: UserRef, channel: ChannelRef, draft_id: int, form: SuggestionForm
+    ) -> SuggestionReceived | SuggestionRefused:
+        """Discord's second form: the whys, trap and reference for a kept first form."""
+        return self._submit(user, channel, form, draft_id)
+
+    def suggest_draft(
+        self, user: UserRef, channel: ChannelRef, form: SuggestionForm
+    ) -> SuggestionDraft | SuggestionRefused:
+        """Discord's first form (topic, level, prompt, choices, the right one): its fields
+        checked as far as they go, then kept as a draft the second form completes."""
+        placeholder = "This placeholder explanation is long enough to pass the why rule."
+        trial = SuggestionForm(
+            topic=form.topic,
+            level=form.level,
+            prompt=form.prompt,
+            choices=form.choices,
+            whys=tuple(placeholder for _ in form.choices),
+            correct=form.correct,
+            trap=placeholder,
+            refs=("placeholder reference",),
+        )
+        now = self.now()
+        with self.store.write() as tx:
+            community = self._community(tx, user)
+            _, problems = forms.check(trial, self._pool(tx, community.id))
+            problems = tuple(p for p in problems if not p.field.startswith("why_") and p.field not in ("trap", "refs"))
+            if problems:
+                return SuggestionRefused(problems)
+            member_id = self._member(tx, community.id, user)
+            self._limits(tx, member_id, now)
+            tx.drop_drafts(member_id)
+            body = forms.form_body(form)
+            draft_id = tx.add_suggestion(
+                community.id, member_id, channel.channel_id, "draft", form.topic[:40], body, now
+            )
+        choices = tuple(" ".join(c.split()) for c in form.choices if c.strip())
+        return SuggestionDraft(draft_id=draft_id, choices=choices, custom_id=f"{SUGGEST_PREFIX}{draft_id}")
+
+    def _limits(self, tx: StoreTx, member_id: int, now: datetime) -> None:
+        policy = self.suggestion_policy
+        pending, today = tx.member_suggestions(member_id, now - timedelta(days=1))
+        if pending >= policy.max_pending:
+            raise InvalidInput(
+                f"You have {pending} questions waiting for the admins; the limit is {policy.max_pending}. "
+                "Suggest another once one has been decided."
+            )
+        if today >= policy.per_day:
+            raise InvalidInput(f"You sent {today} questions in the last day; the limit is {policy.per_day} a day.")
+
+    def _submit(
+        self, user: UserRef, channel: ChannelRef, form: SuggestionForm, draft_id: int | None
+    ) -> SuggestionReceived | SuggestionRefused:
+        now = self.now()
+        with self.store.write() as tx:
+            community = self._community(tx, user)
+            member_id = self._member(tx, community.id, user)
+            if draft_id is not None:
+                draft = tx.get_suggestion(draft_id)
+                if draft is None or draft.state != "draft" or draft.author_member != member_id:
+                    raise NotFound("That form has expired; start again with /suggest.")
+                form = forms.merge_draft(draft.body, form)
+            question, problems = forms.check(form, self._pool(tx, community.id))
+            if question is None:
+                return SuggestionRefused(problems)
+            self._limits(tx, member_id, now)
+            body = forms.to_body(question)
+            if draft_id is not None:
+                tx.set_suggestion(draft_id, state="pending", topic=question.topic, body=body, created_at=now)
+                suggestion_id = draft_id
+            else:
+                suggestion_id = tx.add_suggestion(
+                    community.id, member_id, channel.channel_id, "pending", question.topic, body, now
+                )
+            pending, _ = tx.member_suggestions(member_id, now)
+        log.info("suggestion %s from a member of %s/%s", suggestion_id, user.platform, user.community_id)
+        return SuggestionReceived(suggestion_id=suggestion_id, prompt=question.prompt, pending=pending)
+
+    # ------------------------------------------------------------ the queue
+
+    def suggestion_queue(self, community: CommunityRef) -> SuggestionQueue:
+        """The oldest suggestions waiting, each with approve, note and reject buttons."""
+        with self.store.write() as tx:
+            config = self._community(tx, community)
+            waiting = tx.count_suggestions(config.id, "pending")
+            records = tx.suggestions(config.id, ("pending",), self.suggestion_policy.shown)
+        return SuggestionQueue(config.name, tuple(self._item(r) for r in records), waiting)
+
+    @staticmethod
+    def _item(record: SuggestionRecord) -> SuggestionItem:
+        question = forms.from_body("pending", record.topic, record.body)
+        return SuggestionItem(
+            suggestion_id=record.id,
+            author=clean_name(record.author_name) if record.author_name else FORMER_MEMBER,
+            topic=question.topic,
+            difficulty=question.difficulty,
+            prompt=question.prompt,
+            choices=tuple(c.text for c in question.choices),
+            answer=question.answer_index,
+            whys=tuple(c.why for c in question.choices),
+            trap=question.trap,
+            explain=question.explain,
+            refs=question.refs,
+            approve_id=f"{QUEUE_PREFIX}{record.id}:approve",
+            note_id=f"{QUEUE_PREFIX}{record.id}:note",
+            reject_id=f"{QUEUE_PREFIX}{record.id}:reject",
+        )
+
+    def decide_suggestion(
+        self, community: CommunityRef, suggestion_id: int, action: str, note: str | None = None
+    ) -> SuggestionDecided | Notice:
+        """An admin's decision: approve (the question joins this community's bank), note
+        (returned to its author with what to change) or reject. The author is in the card."""
+        action = action.strip().lower()
+        if action not in ACTIONS:
+            raise InvalidInput("Decide with approve, note or reject.")
+        text = " ".join(forms.defuse(note or "").split())[:500] or None
+        if action == "note" and not text:
+            raise InvalidInput("Write the note for the author: what should they change?")
+        now = self.now()
+        with self.store.write() as tx:
+            config = self._community(tx, community)
+            record = tx.get_suggestion(suggestion_id)
+            if record is None or record.community_id != config.id or record.state == "draft":
+                raise NotFound(f"There is no suggestion #{suggestion_id} in this community.")
+            if record.state != "pending":
+                return Notice(f"Suggestion #{suggestion_id} was already decided ({record.state}).")
+            question = forms.from_body("pending", record.topic, record.body)
+            question_id = None
+            if action == "approve":
+                question_id = forms.question_id(record.id, question.prompt)
+            tx.set_suggestion(record.id, state=ACTIONS[action], question_id=question_id, note=text, decided_at=now)
+        author = None
+        if record.author_user is not None:
+            author = UserRef(community.platform, community.community_id, record.author_user, record.author_name or "")
+        log.info(
+            "suggestion %s %s in %s/%s", suggestion_id, ACTIONS[action], community.platform, community.community_id
+        )
+        return SuggestionDecided(
+            suggestion_id=suggestion_id,
+            action=ACTIONS[action],
+            prompt=question.prompt,
+            question_id=question_id,
+            note=text,
+            author=author,
+        )
+
+    def decide_button(
+        self, community: CommunityRef, custom_id: str, note: str | None = None
+    ) -> SuggestionDecided | Notice:
+        """A click on a queue button (`sb1:sq:<id>:<action>`); a note comes from its form."""
+        decoded = decode_decision(custom_id)
+        if decoded is None:
+            raise InvalidInput("That button is not one of this bot's queue buttons.")
+        return self.decide_suggestion(community, decoded[0], decoded[1], note)
+
+    def remove_question(self, community: CommunityRef, question_id: str) -> Notice:
+        """Stop asking a member's question; the rounds that asked it and their answers stay."""
+        question_id = question_id.strip().lower()
+        with self.store.write() as tx:
+            config = self._community(tx, community)
+            record = tx.suggestion_by_question(question_id)
+            if record is None or record.community_id != config.id or record.state not in ("approved", "removed"):
+                raise NotFound(f"There is no member's question '{question_id[:60]}' in this community.")
+            if record.state == "removed":
+                return Notice(f"Question {question_id} was already removed.")
+            tx.set_suggestion(record.id, state="removed", decided_at=self.now())
+        return Notice(
+            f"Question {question_id} is removed: it is no longer asked here; the answers it had stay counted."
+        )
+
+    def export_questions(self, community: CommunityRef) -> dict[str, str]:
+        """The community's approved questions as bank files: {topic: YAML text}."""
+        with self.store.read() as tx:
+            config = tx.find_community(community.platform, community.community_id)
+            if config is None:
+                raise NotFound(f"No community '{community.community_id}' on {community.platform}.")
+            records = tx.suggestions(config.id, ("approved",))
+        by_topic: dict[str, list[tuple[Question, str]]] = {}
+        for record in records:
+            if record.question_id is None:
+                continue
+            question = forms.from_body(record.question_id, record.topic, record.body)
+            author = clean_name(record.author_name) if record.author_name else FORMER_MEMBER
+            by_topic.setdefault(question.topic, []).append((question, author))
+        return {topic: forms.dump_yaml(topic, items) for topic, items in sorted(by_topic.items())}
+
+    # ------------------------------------------------------- adaptive practice
+
+    def _rate(self, tx: StoreTx, member_id: int, question: Question, correct: bool) -> None:
+        """Every answer moves the member's rating (overall and the topic's) and the question's."""
+        mine = tx.member_ratings(member_id)
+        overall = elo.Rating(*mine.get(elo.OVERALL, (0.0, 0)))
+        topic = elo.Rating(*mine.get(question.topic, (0.0, 0)))
+        start = elo.start_difficulty(question.difficulty)
+        found = tx.question_ratings((question.id,)).get(question.id, (start, 0))
+        change = elo.update(overall, topic, elo.Rating(*found), correct)
+        tx.bump_member_rating(member_id, elo.OVERALL, 0.0, change.skill)
+        tx.bump_member_rating(member_id, question.topic, 0.0, change.topic)
+        tx.bump_question_rating(question.id, start, change.difficulty)
+
+    def difficulty(self, questions: list[Question], ratings: dict[str, tuple[float, int]]) -> dict[str, float]:
+        """Each question's one difficulty number: its rating, or its level's start."""
+        return {q.id: ratings.get(q.id, (elo.start_difficulty(q.difficulty), 0))[0] for q in questions}
+
+    def _adaptive_pick(
+        self, tx: StoreTx, community: CommunityConfig, member_id: int, topic: str | None, now: datetime
+    ) -> tuple[Question, RoundKind] | None:
+        """A due review first; else the question nearest the target chance among those the
+        member has not seen in `fresh_days`; None when every one was seen."""
+        if topic is None:
+            for question_id, due in tx.reviews(member_id):
+                question = self._find(question_id, tx)
+                if question is not None and due <= now:
+                    return question, "review"
+        pool = [q for q in self._pool(tx, community.id) if topic is None or q.topic == topic]
+        seen = tx.seen_since(member_id, now - timedelta(days=self.practice.fresh_days))
+        fresh = [q for q in pool if q.id not in seen]
+        if not fresh:
+            return None
+        mine = tx.member_ratings(member_id)
+        overall = mine.get(elo.OVERALL, (0.0, 0))[0]
+        skill = {q.id: overall + mine.get(q.topic, (0.0, 0))[0] for q in fresh}
+        difficulty = self.difficulty(fresh, tx.question_ratings(q.id for q in fresh))
+        salt = f"{member_id}:{now.isoformat()}"
+        tie = {q.id: hashlib.sha256(f"{salt}:{q.id}".encode()).hexdigest() for q in fresh}
+        chosen = elo.nearest(((q.id, difficulty[q.id]) for q in fresh), skill, self.practice.target, tie)
+        by_id = {q.id: q for q in fresh}
+        return (by_id[chosen], "practice") if chosen is not None else None
+
+    def _levels(self, ratings: dict[str, tuple[float, int]]) -> tuple[TopicLevel, ...]:
+        overall = ratings.get(elo.OVERALL, (0.0, 0))[0]
+        levels = []
+        for topic in TOPICS:
+            if topic not in ratings:
+                continue
+            offset, answers = ratings[topic]
+            skill = overall + offset
+            levels.append(TopicLevel(topic, skill, elo.level_name(skill), elo.chance(skill, 0.0), answers))
+        return tuple(levels)

@@ -1,0 +1,298 @@
+"""Members' questions (/suggest): parse a form, check it with the bank's own rules, and turn
+an approved one into a bank Question or back into the bank's YAML.
+
+The check writes the form as a one-question YAML document with every field on its own line
+and runs the bank's parser (bot/core/bank.parse_file) on it, so a suggestion meets exactly
+the rules of questions/*.yaml (lengths, one right choice, a why on every choice, a reference,
+the give-away rule); each problem's line says which field it is about. A few rules are added
+for text typed into a chat: upper lengths, no pings, no near-duplicate of a question the
+community already has, and a right choice that is not the longest (the bank keeps that under
+30% of its questions, so an exported set must not lean on it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from bot.core import bank as rules
+from bot.core.bank import Choice, Question
+from bot.core.values import FieldProblem, SuggestionForm, letter
+
+MAX_WHY = 400
+MAX_TRAP = 300
+MAX_EXPLAIN = 400
+MAX_REF = 200
+MAX_REFS = 3
+LEVEL_WORDS = {"1": 1, "2": 2, "3": 3, "intro": 1, "practitioner": 2, "expert": 3}
+ID_PREFIX = "member-"
+
+# Pings: Discord's @everyone/@here and <@id>, <@!id>, <@&role>; Slack's <!channel>, <!here>,
+# <!everyone>, <!subteam^ID>, <@U123>; both platforms' <#channel>.
+_MENTION_RE = re.compile(r"<(@[!&]?|!|#)([^<>\s]{0,80})>")
+_BROADCAST_RE = re.compile(r"@(everyone|here|channel)\b", re.IGNORECASE)
+
+
+def defuse(text: str) -> str:
+    """The text with every mention made plain, so posting it pings nobody."""
+
+    def plain(match: re.Match[str]) -> str:
+        sigil, body = match.group(1), match.group(2)
+        if sigil == "#":
+            return "a channel"
+        if sigil == "!":
+            word = body.split("^")[0].split("|")[0]
+            return word if word in ("channel", "here", "everyone") else "a group"
+        return "a role" if sigil == "@&" else "a member"
+
+    return _BROADCAST_RE.sub(lambda m: m.group(1), _MENTION_RE.sub(plain, text))
+
+
+def _clean(text: str) -> str:
+    return " ".join(defuse(text or "").split())
+
+
+def labels(field: str) -> str:
+    """How a member names a field key."""
+    if field.startswith("choice_"):
+        return f"choice {letter(int(field[7:]))}"
+    if field.startswith("why_"):
+        return f"why of choice {letter(int(field[4:]))}"
+    return {
+        "topic": "topic",
+        "level": "level",
+        "prompt": "prompt",
+        "choices": "choices",
+        "correct": "right choice",
+        "trap": "trap",
+        "explain": "explanation",
+        "refs": "reference",
+    }.get(field, field)
+
+
+def _problem(field: str, reason: str) -> FieldProblem:
+    return FieldProblem(field, labels(field), reason)
+
+
+def _q(text: str) -> str:
+    """A YAML double-quoted scalar (JSON's string syntax is a subset)."""
+    return json.dumps(text)
+
+
+def check(form: SuggestionForm, existing: Sequence[Question] = ()) -> tuple[Question | None, tuple[FieldProblem, ...]]:
+    """The question a form describes, or the problems that refuse it (each with its field).
+    `existing`: the community's questions, for the duplicate rules."""
+    problems: list[FieldProblem] = []
+    topic = _clean(form.topic).lower()
+    if topic not in rules.TOPICS:
+        problems.append(_problem("topic", f"'{topic[:40]}' is not a topic; choose one of: {', '.join(rules.TOPICS)}"))
+    level = LEVEL_WORDS.get(_clean(form.level).lower())
+    if level is None:
+        problems.append(_problem("level", "the level must be 1 (intro), 2 (practitioner) or 3 (expert)"))
+    pairs: list[tuple[int, str, str]] = []
+    for i in range(max(len(form.choices), len(form.whys))):
+        text = _clean(form.choices[i]) if i < len(form.choices) else ""
+        why = _clean(form.whys[i]) if i < len(form.whys) else ""
+        if text or why:
+            pairs.append((i, text, why))
+            if not text:
+                problems.append(_problem(f"choice_{i}", "a why is given but the choice's text is empty"))
+    correct = _clean(form.correct)
+    answer: int | None = None
+    if len(correct) == 1 and correct.lower() in "abcde":
+        answer = "abcde".index(correct.lower())
+    else:
+        answer = next((i for i, text, _ in pairs if text and rules.normalise(text) == rules.normalise(correct)), None)
+    if answer is None or answer not in [i for i, _, _ in pairs]:
+        problems.append(_problem("correct", "say which choice is right by its letter (A-E) or its text"))
+        answer = None
+    trap, explain = _clean(form.trap), _clean(form.explain)
+    refs = [r for r in (_clean(ref) for ref in form.refs) if r]
+    for field, text, limit in (("trap", trap, MAX_TRAP), ("explain", explain, MAX_EXPLAIN)):
+        if len(text) > limit:
+            problems.append(_problem(field, f"is {len(text)} characters; the limit is {limit}"))
+    for i, _, why in pairs:
+        if len(why) > MAX_WHY:
+            problems.append(_problem(f"why_{i}", f"is {len(why)} characters; the limit is {MAX_WHY}"))
+    if len(refs) > MAX_REFS:
+        problems.append(_problem("refs", f"give at most {MAX_REFS} references, not {len(refs)}"))
+    for ref in refs:
+        if len(ref) > MAX_REF:
+            problems.append(_problem("refs", f"a reference is {len(ref)} characters; the limit is {MAX_REF}"))
+
+    # The bank's own rules, on the form written as a bank file.
+    lines: list[tuple[str, str]] = [
+        (f"topic: {_q(topic if topic in rules.TOPICS else 'fundamentals')}", "topic"),
+        ("questions:", "topic"),
+        ("  - id: suggested-question", "trap"),  # the question's own line: "needs a trap or an explain"
+        (f"    difficulty: {level or 2}", "level"),
+        (f"    prompt: {_q(_clean(form.prompt))}", "prompt"),
+    ]
+    if pairs:
+        lines.append(("    choices:", "choices"))
+        for i, text, why in pairs:
+            lines.append((f"      - text: {_q(text)}", f"choice_{i}"))
+            lines.append((f"        correct: {'true' if i == answer else 'false'}", "correct"))
+            if why:
+                lines.append((f"        why: {_q(why)}", f"why_{i}"))
+            else:
+                problems.append(_problem(f"why_{i}", "every choice needs a why: say why it is right or wrong"))
+                lines.append((f"        why: {_q('x' * rules.MIN_WHY)}", f"why_{i}"))
+    else:
+        lines.append(("    choices: []", "choices"))
+    if trap:
+        lines.append((f"    trap: {_q(trap)}", "trap"))
+    if explain:
+        lines.append((f"    explain: {_q(explain)}", "explain"))
+    if refs:
+        lines.append(("    refs:", "refs"))
+        lines.extend((f"      - {_q(ref)}", "refs") for ref in refs)
+    else:
+        lines.append(("    refs: []", "refs"))
+    path = Path(f"{topic if topic in rules.TOPICS else 'fundamentals'}.yaml")
+    found, bank_problems = rules.parse_file(path, "\n".join(line for line, _ in lines) + "\n", root=None, style=True)
+    for text in bank_problems:
+        match = re.match(r"^.*?:(\d+): (.*)$", text)
+        if match is None:
+            continue
+        number, reason = int(match.group(1)), match.group(2)
+        field = lines[number - 1][1] if 0 < number <= len(lines) else "prompt"
+        if reason.startswith("exactly one choice"):
+            if answer is None:
+                continue  # already said: which choice is right
+            field, reason = "correct", "exactly one choice must be right"
+        elif reason.startswith("a question has"):
+            field = "choices"
+        elif reason.startswith("question needs a 'trap'"):
+            reason = "give the trap (the misconception that makes people pick wrong) or an explanation"
+        elif reason.startswith("refs must be"):
+            reason = "give at least one reference a reader can open (a document's name or a link)"
+        problems.append(_problem(field, reason))
+    if problems or not found:
+        return None, _unique(problems)
+
+    question = found[0]
+    if question.answer_index is not None and rules.correct_is_longest(question):
+        problems.append(
+            _problem(
+                f"choice_{pairs[question.answer_index][0]}",
+                "the right choice is the longest one, which gives it away; make a wrong choice at least as long",
+            )
+        )
+    key = rules.normalise(question.prompt)
+    same = next((q for q in existing if rules.normalise(q.prompt) == key), None)
+    if same is not None:
+        problems.append(_problem("prompt", f"the same prompt is already question {same.id}"))
+    else:
+        candidate = Question(**{**question.__dict__, "id": "suggested-question"})
+        for score, a, b in rules.near_duplicates([*existing, candidate]):
+            other = a if b is candidate else b if a is candidate else None
+            if other is not None:
+                problems.append(
+                    _problem(
+                        "prompt",
+                        f"it asks nearly what question {other.id} asks (similarity {score:.2f}); ask a different thing",
+                    )
+                )
+                break
+    if problems:
+        return None, _unique(problems)
+    return question, ()
+
+
+def _unique(problems: list[FieldProblem]) -> tuple[FieldProblem, ...]:
+    return tuple(dict.fromkeys(problems))
+
+
+def question_id(suggestion_id: int, prompt: str) -> str:
+    """A bank id for an approved suggestion: unique by its number, readable by its words."""
+    words = re.findall(r"[a-z0-9]+", prompt.lower())
+    slug = "-".join(words)[:40].strip("-")
+    return f"{ID_PREFIX}{suggestion_id}-{slug}".strip("-")[:60].rstrip("-")
+
+
+def to_body(question: Question) -> str:
+    return json.dumps(
+        {
+            "difficulty": question.difficulty,
+            "prompt": question.prompt,
+            "choices": [{"text": c.text, "correct": c.correct, "why": c.why} for c in question.choices],
+            "trap": question.trap,
+            "explain": question.explain,
+            "refs": list(question.refs),
+        }
+    )
+
+
+def from_body(qid: str, topic: str, body: str, source: str = "") -> Question:
+    data = json.loads(body)
+    return Question(
+        id=qid,
+        topic=topic,
+        difficulty=int(data["difficulty"]),
+        prompt=data["prompt"],
+        choices=tuple(Choice(c["text"], bool(c["correct"]), c["why"]) for c in data["choices"]),
+        refs=tuple(data["refs"]),
+        trap=data.get("trap"),
+        explain=data.get("explain"),
+        source=source,
+    )
+
+
+def dump_yaml(topic: str, questions: Sequence[tuple[Question, str]]) -> str:
+    """A bank file (questions/TOPIC.yaml format) of (question, author) pairs."""
+    entries = []
+    for question, _ in questions:
+        entry: dict[str, object] = {
+            "id": question.id,
+            "difficulty": question.difficulty,
+            "prompt": question.prompt,
+            "choices": [
+                {"text": c.text, "correct": True, "why": c.why} if c.correct else {"text": c.text, "why": c.why}
+                for c in question.choices
+            ],
+        }
+        if question.trap:
+            entry["trap"] = question.trap
+        if question.explain:
+            entry["explain"] = question.explain
+        entry["refs"] = list(question.refs)
+        entries.append(entry)
+    authors = ", ".join(dict.fromkeys(author for _, author in questions))
+    authors = " ".join(authors.split())
+    head = f"# Members' questions, approved by the community's admins (authors: {authors}).\n"
+    body = yaml.safe_dump({"topic": topic, "questions": entries}, sort_keys=False, allow_unicode=True, width=100)
+    return head + body
+
+
+def form_body(form: SuggestionForm) -> str:
+    """Discord's first form, kept as a draft until the second completes it."""
+    return json.dumps(
+        {
+            "topic": form.topic[:100],
+            "level": form.level[:20],
+            "prompt": form.prompt[:1000],
+            "choices": [c[:200] for c in form.choices[:5]],
+            "correct": form.correct[:200],
+        }
+    )
+
+
+def merge_draft(body: str, rest: SuggestionForm) -> SuggestionForm:
+    """A draft's first form with the second's whys, trap, explanation and references."""
+    data = json.loads(body)
+    return SuggestionForm(
+        topic=data["topic"],
+        level=data["level"],
+        prompt=data["prompt"],
+        choices=tuple(data["choices"]),
+        whys=rest.whys,
+        correct=data["correct"],
+        trap=rest.trap,
+        explain=rest.explain,
+        refs=rest.refs,
+    )

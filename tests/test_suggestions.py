@@ -1,0 +1,284 @@
+"""Members' questions (issue 14) through the console and the engine: /suggest's guided
+prompts, refusals that name the field, the admins' queue, the daily round, the reveal's
+author, removal, limits, pings, and `studybot questions export` passing `questions lint`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.core import suggestions as forms
+from bot.core.bank import Bank
+from bot.core.engine import StudyEngine
+from bot.core.errors import InvalidInput
+from bot.core.practice import SuggestionPolicy
+from bot.core.values import (
+    ChannelRef,
+    CommunityRef,
+    SuggestionDecided,
+    SuggestionForm,
+    SuggestionQueue,
+    SuggestionReceived,
+    SuggestionRefused,
+    UserRef,
+)
+from bot.platforms.console import Console, Message
+from bot.store.database import Database
+from bot.store.repository import SqlStore
+from tests.conftest import FakeClock, run_studybot
+
+PROMPT = (
+    "A study group trains a model on a laptop CPU. Does activation checkpointing change which "
+    "answers the model gives after training?"
+)
+CHOICES = (
+    "No: it changes memory and time, not what is learned",
+    "Yes: recomputed layers learn slightly different weights",
+    "Yes: the model skips the layers it recomputes",
+)
+WHYS = (
+    "Checkpointing only trades memory for recomputation; the same forward runs again, so the gradients "
+    "and the trained weights are the same.",
+    "Recomputed layers run the very same forward again, so their gradients and the learned weights match "
+    "the run without checkpointing.",
+    "No layer is skipped: checkpointed layers run twice, once in the forward and once again during backward.",
+)
+LONG_RIGHT = "No: it changes memory and time, never what the model learns"
+TRAP = "Thinking recomputation is an approximation that changes what the model learns."
+REF = "PyTorch docs: torch.utils.checkpoint"
+
+
+def good_form(**changes: object) -> SuggestionForm:
+    values: dict[str, object] = dict(
+        topic="fundamentals",
+        level="1",
+        prompt=PROMPT,
+        choices=CHOICES,
+        whys=WHYS,
+        correct="A",
+        trap=TRAP,
+        refs=(REF,),
+    )
+    values.update(changes)
+    return SuggestionForm(**values)  # type: ignore[arg-type]
+
+
+def guided(prompt: str = PROMPT, whys: tuple[str, ...] = WHYS) -> list[str]:
+    lines = ["/suggest", "fundamentals", "1", prompt]
+    for text, why in zip(CHOICES, whys, strict=True):
+        lines += [text, why]
+    return [*lines, "done", "A", TRAP, "-", REF]
+
+
+def say(chat: Console, lines: list[str]) -> list[Message]:
+    out: list[Message] = []
+    for line in lines:
+        out.extend(chat.handle(line))
+    return out
+
+
+def only(messages: list[Message], kind: str) -> Message:
+    found = [m for m in messages if m.kind == kind]
+    assert len(found) == 1, messages
+    return found[0]
+
+
+@pytest.fixture
+def chat(engine: StudyEngine) -> Console:
+    return Console(engine, community="club", user="Ann")
+
+
+def test_console_suggestion_end_to_end(chat: Console, engine: StudyEngine, tmp_path: Path) -> None:
+    # A bad one first: a why too short is refused with its field, nothing is queued.
+    short = (WHYS[0], "Too short to teach anything.", WHYS[2])
+    refused = only(say(chat, guided(whys=short)), "refused")
+    assert refused.data["fields"] == ["why_1"]
+    assert "why of choice B" in refused.text and "at least 40" in refused.text
+    assert only(chat.handle("/config suggestions"), "queue").data["waiting"] == 0
+
+    # The good one goes to the admins' queue.
+    received = only(say(chat, guided()), "suggestion")
+    number = received.data["suggestion_id"]
+    queue = only(chat.handle("/config suggestions"), "queue")
+    assert queue.data["items"] == [number]
+    assert f"#{number} by Ann" in queue.text and "[right]" in queue.text
+
+    # An admin approves it; the author is told.
+    chat.handle("/as Boss")
+    decided = chat.handle(f"/config approve {number}")
+    assert only(decided, "decided").data["action"] == "approved"
+    notice = only(decided, "author_notice")
+    assert notice.data["author"] == "Ann" and "approved" in notice.text
+    question_id = only(decided, "decided").data["question_id"]
+    assert question_id.startswith("member-")
+
+    # It is asked in the next daily round, and its reveal names its author.
+    chat.handle("/config channel console")
+    posted = chat.handle("/daily")
+    daily = only(posted, "question")
+    assert daily.data["question_id"] == question_id
+    chat.handle("/as Cy")
+    answer = chr(ord("a") + daily.data["choices"].index(CHOICES[0]))
+    assert only(chat.handle(answer), "feedback").data["correct"] is True
+    reveal = only(chat.handle("/close"), "reveal")
+    assert reveal.data["author"] == "Ann" and "written by Ann" in reveal.text
+
+    # Export: bank YAML that `questions lint` accepts.
+    files = engine.export_questions(CommunityRef("console", "club"))
+    assert list(files) == ["fundamentals"]
+    out = tmp_path / "exported"
+    out.mkdir()
+    (out / "fundamentals.yaml").write_text(files["fundamentals"], encoding="utf-8")
+    linted = run_studybot(tmp_path, ["questions", "lint", str(out)])
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    assert "OK: 1 questions" in linted.stdout
+
+
+def test_export_command_writes_files_that_lint(tmp_path: Path) -> None:
+    script = "\n".join([*guided(), "/as Boss", "/config approve 1", "/quit"]) + "\n"
+    chat = run_studybot(tmp_path, ["console", "--community", "club"], stdin=script)
+    assert chat.returncode == 0, chat.stderr
+    out = tmp_path / "out"
+    exported = run_studybot(tmp_path, ["questions", "export", "--community", "club", "--out", str(out)])
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert (out / "fundamentals.yaml").is_file()
+    linted = run_studybot(tmp_path, ["questions", "lint", str(out)])
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+
+
+ANN = UserRef("console", "club", "ann", "Ann")
+HERE = ChannelRef("console", "club", "console")
+CLUB = CommunityRef("console", "club")
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"topic": "cooking"}, "topic", "not a topic"),
+        ({"level": "7"}, "level", "1 (intro)"),
+        ({"prompt": "Checkpointing saves memory."}, "prompt", "ending with '?'"),
+        ({"prompt": "Why " + "x" * 300 + "?"}, "prompt", "the limit is 300"),
+        ({"choices": CHOICES[:1], "whys": WHYS[:1]}, "choices", "2 to 5 choices"),
+        ({"choices": (CHOICES[0], "y" * 81, CHOICES[2])}, "choice_1", "the limit is 80"),
+        ({"correct": "Q"}, "correct", "which choice is right"),
+        ({"whys": (WHYS[0], WHYS[1], "")}, "why_2", "every choice needs a why"),
+        ({"whys": (WHYS[0], WHYS[1], "w" * 401)}, "why_2", "the limit is 400"),
+        ({"refs": ()}, "refs", "at least one reference"),
+        ({"trap": ""}, "trap", "trap"),
+        ({"choices": (LONG_RIGHT, *CHOICES[1:])}, "choice_0", "away"),
+    ],
+)
+def test_a_bad_suggestion_is_refused_with_its_field(
+    engine: StudyEngine, change: dict[str, object], field: str, words: str
+) -> None:
+    result = engine.suggest(ANN, HERE, good_form(**change))
+    assert isinstance(result, SuggestionRefused)
+    fields = [p.field for p in result.problems]
+    assert field in fields, result.problems
+    assert any(words in p.reason for p in result.problems if p.field == field), result.problems
+
+
+def test_a_suggestion_like_a_bank_question_is_refused(engine: StudyEngine, test_bank: Bank) -> None:
+    shipped = test_bank.questions[0]
+    form = good_form(prompt=shipped.prompt)
+    result = engine.suggest(ANN, HERE, form)
+    assert isinstance(result, SuggestionRefused)
+    assert [p.field for p in result.problems] == ["prompt"]
+    assert shipped.id in result.problems[0].reason
+
+
+def test_pings_are_neutralised() -> None:
+    text = "Ask @everyone and @here, <@123>, <@!45>, <@&9>, <#C1>, <!channel>, <!subteam^S1|devs>, <@U9>"
+    clean = forms.defuse(text)
+    for ping in ("@everyone", "@here", "<@", "<!", "<#"):
+        assert ping not in clean
+    assert "everyone" in clean and "a member" in clean and "a role" in clean
+
+
+def test_a_suggestion_with_pings_is_stored_without_them(engine: StudyEngine) -> None:
+    form = good_form(trap="Thinking @everyone <@123> knows that recomputation changes what the model learns.")
+    received = engine.suggest(ANN, HERE, form)
+    assert isinstance(received, SuggestionReceived)
+    queue = engine.suggestion_queue(CLUB)
+    assert queue.items[0].trap is not None
+    assert "@everyone" not in queue.items[0].trap and "<@" not in queue.items[0].trap
+
+
+def test_per_member_limits(database: Database, test_bank: Bank, clock: FakeClock) -> None:
+    engine = StudyEngine(SqlStore(database), test_bank, clock=clock, suggestions=SuggestionPolicy(2, 3))
+    prompts = [PROMPT.replace("laptop CPU", place) for place in ("laptop CPU", "cluster", "desktop GPU", "TPU pod")]
+    assert isinstance(engine.suggest(ANN, HERE, good_form(prompt=prompts[0])), SuggestionReceived)
+    assert isinstance(engine.suggest(ANN, HERE, good_form(prompt=prompts[1])), SuggestionReceived)
+    with pytest.raises(InvalidInput, match="waiting for the admins; the limit is 2"):
+        engine.suggest(ANN, HERE, good_form(prompt=prompts[2]))
+    engine.decide_suggestion(CLUB, 1, "reject")
+    assert isinstance(engine.suggest(ANN, HERE, good_form(prompt=prompts[2])), SuggestionReceived)
+    engine.decide_suggestion(CLUB, 2, "reject")
+    with pytest.raises(InvalidInput, match="3 questions in the last day"):
+        engine.suggest(ANN, HERE, good_form(prompt=prompts[3]))
+    clock.advance(days=1, seconds=1)
+    assert isinstance(engine.suggest(ANN, HERE, good_form(prompt=prompts[3])), SuggestionReceived)
+
+
+def test_note_and_reject_tell_the_author(engine: StudyEngine) -> None:
+    engine.suggest(ANN, HERE, good_form())
+    with pytest.raises(InvalidInput, match="Write the note"):
+        engine.decide_suggestion(CLUB, 1, "note")
+    decided = engine.decide_button(CLUB, "sb1:sq:1:note", "Cite the docs page's section, please.")
+    assert isinstance(decided, SuggestionDecided)
+    assert decided.action == "returned" and decided.author == ANN
+    assert engine.suggestion_queue(CLUB).waiting == 0
+    assert "already decided" in engine.decide_suggestion(CLUB, 1, "approve").text  # type: ignore[union-attr]
+
+
+def test_another_community_never_sees_the_question(engine: StudyEngine) -> None:
+    engine.suggest(ANN, HERE, good_form())
+    other = CommunityRef("console", "other")
+    with pytest.raises(Exception, match="no suggestion #1"):
+        engine.decide_suggestion(other, 1, "approve")
+    decided = engine.decide_suggestion(CLUB, 1, "approve")
+    assert isinstance(decided, SuggestionDecided)
+    engine.config(other, "channel", "console")
+    card = engine.open_daily(ChannelRef("console", "other", "console"))
+    assert card.question_id != decided.question_id  # type: ignore[union-attr]
+    assert engine.export_questions(CLUB) and not engine.export_questions(other)
+
+
+def test_removed_question_is_not_asked_and_its_answers_stay(engine: StudyEngine, clock: FakeClock) -> None:
+    engine.suggest(ANN, HERE, good_form())
+    decided = engine.decide_suggestion(CLUB, 1, "approve")
+    assert isinstance(decided, SuggestionDecided) and decided.question_id
+    engine.config(CLUB, "channel", "console")
+    card = engine.open_daily(HERE)
+    assert card.question_id == decided.question_id  # type: ignore[union-attr]
+    bob = UserRef("console", "club", "bob", "Bob")
+    engine.answer(bob, card.round_id, card.choices.index(CHOICES[0]))  # type: ignore[union-attr]
+    before = engine.score(bob).total_points
+    assert "removed" in engine.configure(CLUB, "remove", decided.question_id).text  # type: ignore[union-attr]
+    reveal = engine.close_round(card.round_id)  # type: ignore[union-attr]
+    assert reveal.author == "Ann"  # type: ignore[union-attr]
+    assert engine.score(bob).total_points == before > 0
+    for _ in range(5):
+        clock.advance(days=1)
+        assert engine.open_daily(HERE).question_id != decided.question_id  # type: ignore[union-attr]
+    assert engine.export_questions(CLUB) == {}
+
+
+def test_queue_shows_the_oldest_with_buttons(engine: StudyEngine) -> None:
+    engine.suggest(ANN, HERE, good_form())
+    queue = engine.suggestion_queue(CLUB)
+    assert isinstance(queue, SuggestionQueue) and queue.waiting == 1
+    item = queue.items[0]
+    assert (item.approve_id, item.note_id, item.reject_id) == ("sb1:sq:1:approve", "sb1:sq:1:note", "sb1:sq:1:reject")
+    assert item.author == "Ann" and item.choices == CHOICES and item.answer == 0
+
+
+def test_forgotten_author_shows_as_a_former_member(engine: StudyEngine) -> None:
+    engine.suggest(ANN, HERE, good_form())
+    engine.decide_suggestion(CLUB, 1, "approve")
+    engine.forget_me(ANN, confirm=True)
+    engine.config(CLUB, "channel", "console")
+    card = engine.open_daily(HERE)
+    reveal = engine.close_round(card.round_id)  # type: ignore[union-attr]
+    assert reveal.author == "a former member"  # type: ignore[union-attr]
