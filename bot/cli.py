@@ -22,6 +22,7 @@ from bot.core.bank import MAX_LONGEST_CORRECT_SHARE, TOPICS, Bank, collect, load
 from bot.core.engine import DeliveryPolicy, DemoPolicy, StudyEngine
 from bot.core.errors import BankError, StudyBotError
 from bot.core.item_analysis import MIN_ANSWERS
+from bot.core.practice import PracticePolicy, SuggestionPolicy
 from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, Posted, QuestionCard, RevealCard
 from bot.store.database import Database, safe_url, upgrade
 from bot.store.repository import SqlStore
@@ -78,6 +79,8 @@ def build_engine(settings: Settings) -> StudyEngine:
         ),
         demos=DemoPolicy(cooldown_s=settings.demo_cooldown_s, max_waiting=settings.demo_max_waiting),
         links=make_links(settings),
+        practice=PracticePolicy(target=settings.practice_target, fresh_days=settings.practice_fresh_days),
+        suggestions=SuggestionPolicy(max_pending=settings.suggest_max_pending, per_day=settings.suggest_per_day),
     )
 
 

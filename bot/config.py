@@ -30,6 +30,13 @@ class Settings(BaseSettings):
     celery_queue: str = "demos"
     demo_cooldown_s: float = Field(default=600.0, ge=0, le=86400)
     demo_max_waiting: int = Field(default=5, ge=1, le=100)
+    # Adaptive practice: /quiz picks the question whose predicted chance of a right answer is
+    # nearest this target, never one the member saw in the last practice_fresh_days days.
+    practice_target: float = Field(default=0.7, gt=0.0, lt=1.0)
+    practice_fresh_days: int = Field(default=30, ge=0, le=365)
+    # Members' questions (/suggest): per member, at most this many waiting and this many a day.
+    suggest_max_pending: int = Field(default=3, ge=1, le=100)
+    suggest_per_day: int = Field(default=5, ge=1, le=100)
     demo_parallel: int = Field(default=1, ge=1, le=64)
     # Engine calls from Discord/Slack run in a thread pool of this size (the bridge).
     bridge_threads: int = Field(default=8, ge=1, le=64)
