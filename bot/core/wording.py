@@ -251,7 +251,6 @@ COMMAND_HELP = (
     ("/leaderboard [week|all|2026-W48]", "the weekly or all-time leaderboard"),
     ("/demo checkpoint [layers=16 tokens=2048 ...]", "measure peak memory with and without checkpointing"),
     ("/demo estimate preset=gpt2-small [batch=8 seq=1024]", "estimate a large model's peak memory"),
-    ("/suggest", "write a question for this community's bank (the admins approve it)"),
     ("/forget-me [confirm]", "delete your data in this workspace"),
     ("{config} [show|pause|resume|post-now|KEY VALUE]", "admins: settings (channel, time, timezone, window, topics)"),
 )
@@ -299,7 +298,6 @@ COMMANDS = {
     "leaderboard": "This week's board, all time, or an ISO week such as 2026-W48.",
     "demo": "Measure activation checkpointing: peak memory with and without it.",
     "forget-me": "Delete everything stored about you in this server.",
-    "suggest": "Write a question for this server's bank; the admins approve it.",
     "config": "Show or change the daily round's settings (Manage Server).",
     "help": "What this bot does and its commands.",
 }
@@ -344,6 +342,8 @@ def describe_any(card: Any) -> str:
 
 # ------------------------------------------------- members' questions, levels
 
+# Discord's and Slack's /suggest (a modal) and the queue's buttons use these once they are built;
+# /help lists /suggest from then on (COMMAND_HELP, COMMANDS).
 SUGGEST_BUTTONS = {"approve": "Approve", "note": "Send back with a note", "reject": "Reject"}
 SUGGEST_CONTINUE = "Continue: explain each choice"
 SUGGEST_TITLE = "Suggest a question"
