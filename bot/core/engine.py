@@ -168,8 +168,6 @@ class StudyEngine(PracticeMixin):
             self.now(),
         )
 
-    def _member(self, tx: StoreTx, community_id: int, user: UserRef) -> int:
-        return tx.upsert_member(community_id, user.user_id, clean_name(user.display_name), self.now())
     @staticmethod
     def _community_filter(tx: StoreTx, community: CommunityRef | None) -> int | None:
         """For queries over one community or all: None means every community; a community
@@ -179,6 +177,8 @@ class StudyEngine(PracticeMixin):
         config = tx.find_community(community.platform, community.community_id)
         return -1 if config is None else config.id
 
+    def _member(self, tx: StoreTx, community_id: int, user: UserRef) -> int:
+        return tx.upsert_member(community_id, user.user_id, clean_name(user.display_name), self.now())
 
     def _question(self, question_id: str, tx: StoreTx | None = None) -> Question:
         question = self._find(question_id, tx)

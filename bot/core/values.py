@@ -155,8 +155,8 @@ class LeaderboardCard:
     community: str
     scope: str  # an ISO week such as "2026-W48", or "all"
     rows: tuple[LeaderboardRow, ...]
-
     flagged: tuple[str, ...] = ()  # weekly post: question ids the item analysis flags, for admins
+
 
 @dataclass(frozen=True)
 class NothingDue:

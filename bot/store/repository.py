@@ -735,13 +735,13 @@ class SqlTx:
                 insert_ignoring(self.conn, PlatformState, ["key"]).values(key=key, value=value, updated_at=now)
             )
 
-    # -------------------------------------------------------------- demo jobs
     # ----------------------------------------------------------- item analysis
 
     def answer_rows(self, community_id: int) -> list[AnswerRow]:
         """Every answer of the community, its choice in the bank file's order."""
         return item_stats.answer_rows(self.conn, community_id=community_id)
 
+    # -------------------------------------------------------------- demo jobs
 
     def _jobs(self) -> Any:
         return select(DemoJob, col(Community.platform), col(Community.external_id)).join(
