@@ -252,6 +252,7 @@ COMMAND_HELP = (
     ("/demo checkpoint [layers=16 tokens=2048 ...]", "measure peak memory with and without checkpointing"),
     ("/demo estimate preset=gpt2-small [batch=8 seq=1024]", "estimate a large model's peak memory"),
     ("/forget-me [confirm]", "delete your data in this workspace"),
+    ("/suggest", "write a question for this community's bank; the admins approve it"),
     ("{config} [show|pause|resume|post-now|KEY VALUE]", "admins: settings (channel, time, timezone, window, topics)"),
 )
 HELP_TITLE = "Checkpoint Study Bot: a daily question on gradient checkpointing, with points and reviews."
