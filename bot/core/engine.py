@@ -74,7 +74,7 @@ __all__ = [
 ]
 
 LOW_BANK = 7
-FLAG_MEMO = timedelta(minutes=10)  # how long the admin page keeps the item analysis
+FLAG_MEMO = timedelta(minutes=10)  # how long /config, the weekly post and the admin page reuse the item analysis
 # How long a platform event id is remembered (Slack retries within minutes).
 EVENT_MEMORY = timedelta(days=1)
 
@@ -149,7 +149,7 @@ class StudyEngine(PracticeMixin):
         self.practice = practice or PracticePolicy()
         self.suggestion_policy = suggestions or SuggestionPolicy()
         self._member_questions: dict[str, tuple[Question, int]] = {}  # approved members' questions
-        self._flag_memo: dict[int, tuple[datetime, tuple[tuple[str, tuple[str, ...]], ...]]] = {}
+        self._flag_memo: dict[int, tuple[datetime, list[ItemStats]]] = {}
 
     # ----------------------------------------------------------------- helpers
 
@@ -673,7 +673,13 @@ class StudyEngine(PracticeMixin):
 
     def _flagged(self, tx: StoreTx, community_id: int) -> list[ItemStats]:
         """The community's questions the item analysis flags (a likely wrong key, too easy, a
-        distractor nobody picks), from its members' answers; unanswered ones are not news."""
+        distractor nobody picks), from its members' answers; unanswered ones are not news.
+        The analysis reads every answer of the community (seconds at a million), so /config,
+        the weekly post and the admin page share its result for FLAG_MEMO."""
+        now = self.now()
+        memo = self._flag_memo.get(community_id)
+        if memo is not None and timedelta(0) <= now - memo[0] < FLAG_MEMO:
+            return memo[1]
         found = []
         questions = self._pool(tx, community_id)
         ratings = self.difficulty(questions, tx.question_ratings(q.id for q in questions))
@@ -681,15 +687,12 @@ class StudyEngine(PracticeMixin):
             flags = tuple(flag for flag in stats.flags if flag != UNANSWERED)
             if flags:
                 found.append(replace(stats, flags=flags))
+        self._flag_memo[community_id] = (now, found)
         return found
 
     def _flag_alerts(self, tx: StoreTx, community_id: int) -> tuple[str, ...]:
-        lines: list[str] = []
-        for stats in self._flagged(tx, community_id):
-            question = self.bank.get(stats.question_id)
-            texts = [c.text for c in question.choices] if question else []
-            lines.extend(f"Question {line}" for line in stats.describe(texts))
-        return tuple(lines)
+        flagged = self._flagged_lines(tx, community_id, self.now())
+        return tuple(f"Question {line}" for _, lines in flagged for line in lines)
 
     # --------------------------------------------------------- forget, config
 
@@ -1108,15 +1111,10 @@ class StudyEngine(PracticeMixin):
         )
 
     def _flagged_lines(self, tx: StoreTx, community_id: int, now: datetime) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        """The item analysis reads every answer of the community (seconds at a million), so
-        the admin page keeps its result for FLAG_MEMO."""
-        memo = self._flag_memo.get(community_id)
-        if memo is not None and now - memo[0] < FLAG_MEMO:
-            return memo[1]
+        """Each flagged question with what the item analysis says of it, choices by their text."""
         found = []
         for stats in self._flagged(tx, community_id):
             question = self._find(stats.question_id, tx)
             texts = [c.text for c in question.choices] if question else []
             found.append((stats.question_id, tuple(stats.describe(texts))))
-        self._flag_memo[community_id] = (now, tuple(found))
         return tuple(found)
