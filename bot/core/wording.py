@@ -350,12 +350,12 @@ SUGGEST_CONTINUE = "Continue: explain each choice"
 SUGGEST_TITLE = "Suggest a question"
 SUGGEST_TITLE_2 = "Suggest a question (2 of 2)"
 NOTE_TITLE = "A note for the author"
+NOTE_LABEL = "What should they change?"
 # Slack's modal: one input a choice and one a why, a send and a close button.
 SUGGEST_CHOICE = "Choice {letter}"
 SUGGEST_WHY = "Why {letter} is right or wrong"
 SUGGEST_SEND = "Send"
 SUGGEST_CLOSE = "Close"
-NOTE_LABEL = "What should they change?"
 # The form's fields as members read them (modals, guided prompts).
 SUGGEST_LABELS = {
     "topic": "Topic",
