@@ -20,8 +20,8 @@ from bot.core.values import (
     ChannelRef,
     CommunityRef,
     LeaderboardCard,
-    QuestionCard,
     Posted,
+    QuestionCard,
     RevealCard,
     UserRef,
 )

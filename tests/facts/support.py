@@ -252,9 +252,7 @@ class Block(nn.Module):
     """A residual MLP block x + down(act(up(x))) that saves several activations inside
     (like a transformer MLP) and counts how often its forward runs in `calls`."""
 
-    def __init__(
-        self, h: int = 16, act: Callable[[torch.Tensor], torch.Tensor] = F.gelu
-    ) -> None:
+    def __init__(self, h: int = 16, act: Callable[[torch.Tensor], torch.Tensor] = F.gelu) -> None:
         super().__init__()
         self.up = nn.Linear(h, 4 * h)
         self.down = nn.Linear(4 * h, h)
@@ -266,9 +264,7 @@ class Block(nn.Module):
         return x + self.down(self.act(self.up(x)))
 
 
-def make_stack(
-    n: int = 4, h: int = 32, layer: Callable[[int], nn.Module] = Block
-) -> nn.Sequential:
+def make_stack(n: int = 4, h: int = 32, layer: Callable[[int], nn.Module] = Block) -> nn.Sequential:
     """n layers `layer(h)` built right after torch.manual_seed(0): the same weights each call."""
     torch.manual_seed(0)
     return nn.Sequential(*(layer(h) for _ in range(n)))

@@ -50,9 +50,7 @@ def _graph_node_names(t: torch.Tensor) -> set[str]:
 
 def _block() -> torch.nn.Module:
     torch.manual_seed(0)
-    return torch.nn.Sequential(
-        torch.nn.Linear(32, 128), torch.nn.GELU(), torch.nn.Linear(128, 32), torch.nn.Tanh()
-    )
+    return torch.nn.Sequential(torch.nn.Linear(32, 128), torch.nn.GELU(), torch.nn.Linear(128, 32), torch.nn.Tanh())
 
 
 def test_checkpoint_keeps_fewer_intermediates() -> None:

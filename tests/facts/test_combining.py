@@ -68,8 +68,8 @@ def test_apply_activation_checkpointing_wraps_children_in_place() -> None:
     inner = model[0]._checkpoint_wrapped_module
     assert inner.calls == 2 and reference[0].calls == 1
     # same parameters, same gradients (state_dict names drop the wrapper's prefix)
-    wrapped_params = dict(zip(model.state_dict().keys(), model.parameters()))
-    for name, p in zip(reference.state_dict().keys(), reference.parameters()):
+    wrapped_params = dict(zip(model.state_dict().keys(), model.parameters(), strict=True))
+    for name, p in zip(reference.state_dict().keys(), reference.parameters(), strict=True):
         torch.testing.assert_close(wrapped_params[name].grad, p.grad, rtol=0, atol=0)
 
 
@@ -177,14 +177,14 @@ def test_gradient_accumulation_matches_full_batch_and_scales_saved_bytes() -> No
     acc = copy.deepcopy(model)
     micro = 4
     micro_saved = []
-    for xb, yb in zip(data.chunk(micro), target.chunk(micro)):
+    for xb, yb in zip(data.chunk(micro), target.chunk(micro), strict=True):
         xb = xb.clone()  # its own storage, so only the micro-batch's bytes are counted
         with SavedBytes(exclude=acc) as saved:
             out = checkpoint(acc, xb, use_reentrant=False)
         (loss_fn(out, yb) / micro).backward()  # scale so the sum equals the full-batch mean
         micro_saved.append(saved.nbytes)
 
-    for (name, p_full), (_, p_acc) in zip(full.named_parameters(), acc.named_parameters()):
+    for (_, p_full), (_, p_acc) in zip(full.named_parameters(), acc.named_parameters(), strict=True):
         torch.testing.assert_close(p_acc.grad, p_full.grad, rtol=1e-12, atol=1e-12)
 
     # without checkpointing, saved bytes are proportional to the micro-batch size

@@ -42,7 +42,7 @@ def test_checkpointing_leaves_gradients_unchanged(use_reentrant: bool) -> None:
     x.grad = None
     checkpoint(model, x, use_reentrant=use_reentrant).square().sum().backward()
     got = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
-    for a, b in zip(ref, got):
+    for a, b in zip(ref, got, strict=True):
         assert torch.equal(a, b)  # bit-identical on the CPU
 
 
@@ -50,7 +50,7 @@ def test_checkpointing_leaves_gradients_unchanged(use_reentrant: bool) -> None:
 def test_dropout_gradients_identical_with_rng_replay(use_reentrant: bool) -> None:
     ref = _dropout_grads("plain")
     got = _dropout_grads("ckpt", use_reentrant, preserve=True)
-    for a, b in zip(ref, got):
+    for a, b in zip(ref, got, strict=True):
         assert torch.equal(a, b)  # bit-identical
 
 

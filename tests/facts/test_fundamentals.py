@@ -32,7 +32,7 @@ def test_checkpointing_lowers_saved_bytes_and_keeps_gradients_identical() -> Non
     # Checkpointing keeps only each block's input: far fewer saved bytes ...
     assert ckpt_bytes * 4 < plain_bytes
     # ... and the gradients are bit-identical: nothing is approximated or compressed.
-    assert all(torch.equal(a, b) for a, b in zip(plain_grads, ckpt_grads))
+    assert all(torch.equal(a, b) for a, b in zip(plain_grads, ckpt_grads, strict=True))
 
 
 def test_checkpointed_region_reruns_its_forward_during_backward() -> None:
@@ -133,7 +133,7 @@ def test_gradients_identical_with_dropout_when_rng_is_replayed() -> None:
         out.square().sum().backward()
         grads[mode] = [p.grad for p in model.parameters()] + [x.grad]
     for mode in ("reentrant", "non-reentrant"):
-        assert all(torch.equal(a, b) for a, b in zip(grads["plain"], grads[mode]))
+        assert all(torch.equal(a, b) for a, b in zip(grads["plain"], grads[mode], strict=True))
 
 
 def test_linear_saves_its_input_only_for_the_weight_gradient() -> None:

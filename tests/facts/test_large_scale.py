@@ -69,7 +69,7 @@ def test_attention_core_is_the_part_that_grows_with_sequence_squared() -> None:
         x = torch.randn(2, s, 32)
         model(x).sum().backward()
         grads.append([p.grad.clone() for p in model.parameters()])
-    for a, b in zip(*grads):
+    for a, b in zip(*grads, strict=True):
         torch.testing.assert_close(a, b)
 
 
@@ -103,9 +103,7 @@ def test_in_flight_microbatches_each_hold_their_activations_until_backward() -> 
 
     def forward_all(ckpt: bool) -> tuple[int, list[torch.Tensor]]:
         with SavedBytes(exclude=stage) as saved:
-            outs = [
-                checkpoint(stage, x, use_reentrant=False) if ckpt else stage(x) for x in micro
-            ]
+            outs = [checkpoint(stage, x, use_reentrant=False) if ckpt else stage(x) for x in micro]
         return saved.nbytes, outs
 
     with SavedBytes(exclude=stage) as one:

@@ -47,10 +47,7 @@ def test_adamw_keeps_two_fp32_values_per_parameter() -> None:
     per_param = {k: v for p in model.parameters() for k, v in opt.state[p].items() if v.dim() > 0}
     assert sorted(per_param) == ["exp_avg", "exp_avg_sq"]  # momentum and variance
     state_bytes = sum(
-        v.numel() * v.element_size()
-        for p in model.parameters()
-        for v in opt.state[p].values()
-        if v.dim() > 0
+        v.numel() * v.element_size() for p in model.parameters() for v in opt.state[p].values() if v.dim() > 0
     )
     assert state_bytes == 8 * n_params
 

@@ -39,7 +39,7 @@ def test_full_recompute_costs_one_extra_forward() -> None:
     assert plain == 3 * fwd  # backward of a matmul layer: about 2x its forward
     for mode in ("reentrant", "non-reentrant"):
         reentrant = mode == "reentrant"
-        ckpt = flops(lambda: run_chain(layers, x, True, reentrant).sum().backward())
+        ckpt = flops(lambda r=reentrant: run_chain(layers, x, True, r).sum().backward())
         assert ckpt == plain + fwd  # one more forward: 4/3 of the plain step
         assert ckpt * 3 == plain * 4
 

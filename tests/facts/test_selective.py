@@ -91,15 +91,13 @@ def test_saving_matmuls_trades_memory_for_fewer_recomputed_mm() -> None:
         lambda x: checkpoint(two_matmuls, x, use_reentrant=False),
         lambda x: checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac(save_mm_policy)),
     ):
-        for a, b in zip(ref, _grads(run)):
+        for a, b in zip(ref, _grads(run), strict=True):
             assert torch.equal(a, b)
 
 
 def test_op_list_means_must_save_listed_ops() -> None:
     x = _x()
-    as_list = held_bytes_and_backward_mm(
-        lambda: checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac([MM]))
-    )
+    as_list = held_bytes_and_backward_mm(lambda: checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac([MM])))
     as_fn = held_bytes_and_backward_mm(
         lambda: checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac(save_mm_policy))
     )
@@ -109,18 +107,14 @@ def test_op_list_means_must_save_listed_ops() -> None:
 def test_op_list_needs_overloads_not_packets() -> None:
     x = _x()
     with pytest.raises(ValueError, match=r"OpOverloadPacket.*aten\.mm\.default"):
-        checkpoint(
-            two_matmuls, x, use_reentrant=False, context_fn=sac([torch.ops.aten.mm])
-        )
+        checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac([torch.ops.aten.mm]))
 
 
 def test_all_prefer_recompute_equals_plain_checkpointing() -> None:
     x = _x()
     full = held_bytes_and_backward_mm(lambda: checkpoint(two_matmuls, x, use_reentrant=False))
     recompute_all = held_bytes_and_backward_mm(
-        lambda: checkpoint(
-            two_matmuls, x, use_reentrant=False, context_fn=sac(all_prefer_recompute)
-        )
+        lambda: checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac(all_prefer_recompute))
     )
     assert recompute_all == full
 
@@ -157,4 +151,3 @@ def test_sac_needs_non_reentrant() -> None:
     x = _x()
     with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
         checkpoint(two_matmuls, x, use_reentrant=True, context_fn=sac([MM]))
-
