@@ -254,6 +254,7 @@ COMMAND_HELP = (
     ("/forget-me [confirm]", "delete your data in this workspace"),
     ("/suggest", "write a question for this community's bank; the admins approve it"),
     ("{config} [show|pause|resume|post-now|KEY VALUE]", "admins: settings (channel, time, timezone, window, topics)"),
+    ("{config} suggestions", "admins: the members' questions waiting, to approve, send back or reject"),
 )
 HELP_TITLE = "Checkpoint Study Bot: a daily question on gradient checkpointing, with points and reviews."
 HELP_ANSWERING_DISCORD = (
@@ -299,7 +300,8 @@ COMMANDS = {
     "leaderboard": "This week's board, all time, or an ISO week such as 2026-W48.",
     "demo": "Measure activation checkpointing: peak memory with and without it.",
     "forget-me": "Delete everything stored about you in this server.",
-    "config": "Show or change the daily round's settings (Manage Server).",
+    "config": "Show or change the daily round's settings, or decide suggested questions (Manage Server).",
+    "suggest": "Write a question for this server's bank; the admins approve it.",
     "help": "What this bot does and its commands.",
 }
 OPTIONS = {
@@ -356,16 +358,17 @@ SUGGEST_CHOICE = "Choice {letter}"
 SUGGEST_WHY = "Why {letter} is right or wrong"
 SUGGEST_SEND = "Send"
 SUGGEST_CLOSE = "Close"
-# The form's fields as members read them (modals, guided prompts).
+# The form's fields as members read them (modals, guided prompts); at most 45 characters each,
+# Discord's limit for a modal input's label.
 SUGGEST_LABELS = {
     "topic": "Topic",
     "level": "Level: 1 intro, 2 practitioner, 3 expert",
     "prompt": "The question (ends with ?)",
     "choices": "Choices, one per line (2 to 5)",
     "correct": "Which choice is right (A-E)",
-    "whys": "Why each choice is right or wrong, one line per choice",
-    "trap": "The trap: the misconception behind wrong picks",
-    "refs": "A reference a reader can open (doc name or link)",
+    "whys": "Why each is right or wrong, a line per choice",
+    "trap": "Trap: the misconception behind wrong picks",
+    "refs": "A reference a reader can open (doc or link)",
 }
 SUGGEST_STEPS = {
     "topic": "Topic? One of: {topics}.",
