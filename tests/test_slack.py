@@ -48,7 +48,9 @@ from tests.fakes.slack_api import (
     event_body,
     form_payload,
     sign,
+    view_submission_payload,
 )
+from tests.test_suggestions import CHOICES, PROMPT, REF, TRAP, WHYS, good_form
 
 SECRET = "test-signing-secret"
 MANIFEST = ROOT / "bot" / "platforms" / "slack" / "manifest.yml"
@@ -97,6 +99,15 @@ class Slack:
 
     async def click(self, payload: dict[str, Any], **kw: Any) -> aiohttp.ClientResponse:
         return await self.post(form_payload(payload), "application/x-www-form-urlencoded", **kw)
+
+    async def submit(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A view_submission; its answer is the body of the HTTP response (the ack)."""
+        body = form_payload(payload)
+        headers = {"Content-Type": "application/x-www-form-urlencoded", **sign(SECRET, body)}
+        async with self.session.post(self.url, data=body.encode(), headers=headers) as response:
+            assert response.status == 200
+            text = await response.text()
+        return json.loads(text) if text else {}
 
     async def event(self, event: dict[str, Any], event_id: str, team: str = "T1", **kw: Any) -> aiohttp.ClientResponse:
         return await self.post(json.dumps(event_body(event, team, event_id)), "application/json", **kw)
@@ -401,7 +412,7 @@ async def test_commands_answer_privately(slack: Slack) -> None:
     texts = [block_text(r) for r in replies]
     assert any("points in" in t for t in texts)
     assert any("All-time leaderboard" in t for t in texts)
-    assert any(CONFIG_COMMAND in t and "/quiz" in t for t in texts)
+    assert any(CONFIG_COMMAND in t and "/quiz" in t and "/suggest" in t for t in texts)
     assert any("No reviews are due" in t for t in texts)
 
     # /quiz: a private question with buttons; its click answers through the response_url
@@ -736,6 +747,14 @@ async def test_socket_mode_same_flow(sqlite_url: str, test_bank: Bank, clock: Fa
         await fake.wait_ack(command)
         score = (await fake.wait_for("response_url", 1))[-1].params
         assert "points in" in block_text(score)
+        # a modal's answer travels in the envelope's ack: a refused field under its input
+        await fake.wait_ack(
+            await fake.push("slash_commands", command_payload("/suggest", "", "U1", "T1", "C1", fake.response_url()))
+        )
+        view = (await fake.wait_for("views.open", 1))[0].params["view"]
+        bad = view_submission_payload(view, suggestion_values(trap="", refs=""), "U1", "T1")
+        answer = await fake.wait_ack(await fake.push("interactive", bad))
+        assert answer["response_action"] == "errors" and set(answer["errors"]) == {"trap", "refs"}
         event = event_body({"type": "app_home_opened", "user": "U1", "tab": "home"}, "T1", "EvS")
         first = await fake.push("events_api", event)
         retried = await fake.push("events_api", event, retry_attempt=1)
@@ -866,6 +885,139 @@ def test_migration_matches_the_library_tables(sqlite_url: str) -> None:
         assert set(migrated) == {c.name for c in table.columns}, table.name
         for column in table.columns:
             assert migrated[column.name]["nullable"] == column.nullable, (table.name, column.name)
+
+
+# ------------------------------------------------------------- members' questions
+
+
+def suggestion_values(**changes: str) -> dict[str, str]:
+    """What a member types into the /suggest modal, by block id."""
+    values = {"topic": "fundamentals", "level": "1", "prompt": PROMPT, "correct": "A", "trap": TRAP, "refs": REF}
+    for i, (text, why) in enumerate(zip(CHOICES, WHYS, strict=True)):
+        values[f"choice_{i}"], values[f"why_{i}"] = text, why
+    values.update(changes)
+    return values
+
+
+def view_text(view: dict[str, Any]) -> str:
+    return "\n".join((b.get("text") or {}).get("text", "") for b in view.get("blocks", []))
+
+
+async def test_suggest_modal_refuses_a_field_under_its_input_and_queues_a_good_one(slack: Slack) -> None:
+    assert (await slack.command("/suggest", user="U1")).status == 200
+    opened = (await slack.fake.wait_for("views.open", 1))[0].params
+    view = json.loads(opened["view"]) if isinstance(opened["view"], str) else opened["view"]
+    assert opened["trigger_id"] == "trig.1"  # the command's own trigger
+    assert view["callback_id"] == "sb1:suggest" and view["private_metadata"] == "C1"
+    ids = [b["block_id"] for b in view["blocks"]]
+    assert ids[:3] == ["topic", "level", "prompt"] and "why_4" in ids and ids[-3:] == ["correct", "trap", "refs"]
+    assert [b["element"]["type"] for b in view["blocks"][:2]] == ["static_select", "static_select"]
+    assert not slack.fake.of("response_url")  # nothing but the modal
+    community = CommunityRef("slack", "T1")
+
+    # a why too short: refused under that input only, nothing queued, the modal stays open
+    short = suggestion_values(why_1="Too short to teach anything.")
+    answer = await slack.submit(view_submission_payload(view, short, "U1", "T1"))
+    assert answer["response_action"] == "errors"
+    assert list(answer["errors"]) == ["why_1"] and "at least 40" in answer["errors"]["why_1"]
+    # a right choice missing: the error is under "which is right"
+    answer = await slack.submit(view_submission_payload(view, suggestion_values(correct="E"), "U1", "T1"))
+    assert list(answer["errors"]) == ["correct"]
+    assert slack.engine.suggestion_queue(community).waiting == 0
+
+    # a good one is queued; the modal shows the answer
+    answer = await slack.submit(view_submission_payload(view, suggestion_values(), "U1", "T1"))
+    assert answer["response_action"] == "update"
+    assert "Thanks! Your question #" in view_text(answer["view"])
+    queue = slack.engine.suggestion_queue(community)
+    assert queue.waiting == 1 and queue.items[0].prompt == PROMPT and queue.items[0].author == "u1"
+
+
+async def test_a_late_engine_answer_closes_the_modal_and_comes_as_a_direct_message(
+    slack: Slack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.platforms.slack import app
+
+    monkeypatch.setattr(app, "ACK_WITHIN", 0.0)  # the engine "takes longer" than Slack waits
+    await slack.command("/suggest", user="U1")
+    view = (await slack.fake.wait_for("views.open", 1))[0].params["view"]
+    assert await slack.submit(view_submission_payload(view, suggestion_values(), "U1", "T1")) == {}
+    dm = (await slack.fake.wait_for("chat.postMessage", 1, channel="U1"))[-1].params
+    assert "Thanks! Your question #" in block_text(dm)
+    assert slack.engine.suggestion_queue(CommunityRef("slack", "T1")).waiting == 1
+
+
+async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) -> None:
+    slack.fake.users["UADMIN"] = {"is_admin": True}
+    author = UserRef("slack", "T1", "U1", "u1")
+    numbers = [slack.engine.suggest(author, ChannelRef("slack", "T1", "C1"), good_form()).suggestion_id for _ in "abc"]  # type: ignore[union-attr]
+    community = CommunityRef("slack", "T1")
+
+    # a member may not list the queue nor use its buttons
+    await slack.command(CONFIG_COMMAND, "suggestions", user="UPLAIN")
+    refused = (await slack.fake.wait_for("response_url", 1))[-1].params
+    assert "Only workspace admins and owners" in block_text(refused)
+    url = slack.fake.response_url("queue")
+    await slack.click(click_payload(f"sb1:sq:{numbers[0]}:approve", "UPLAIN", "T1", "C1", "1.1", url, ephemeral=True))
+    refused = (await slack.fake.wait_for("response_url", 2))[-1].params
+    assert "Only workspace admins and owners" in block_text(refused)
+    await slack.click(click_payload(f"sb1:sq:{numbers[1]}:note", "UPLAIN", "T1", "C1", "1.1", url, ephemeral=True))
+    await slack.fake.wait_for("response_url", 3)
+    assert slack.fake.of("views.open") == [] and slack.engine.suggestion_queue(community).waiting == 3
+
+    # an admin lists it: each suggestion with approve, note and reject buttons
+    await slack.command(CONFIG_COMMAND, "suggestions", user="UADMIN")
+    listed = (await slack.fake.wait_for("response_url", 4))[-1].params
+    assert "Suggested questions waiting: 3" in block_text(listed)
+    for n in numbers:
+        assert {f"sb1:sq:{n}:{a}" for a in ("approve", "note", "reject")} <= set(action_ids(listed))
+
+    # approve: the admin sees the new question's id, the author a direct message
+    await slack.click(click_payload(f"sb1:sq:{numbers[0]}:approve", "UADMIN", "T1", "C1", "1.1", url, ephemeral=True))
+    approved = (await slack.fake.wait_for("response_url", 5))[-1].params
+    assert f"Suggestion #{numbers[0]} approved" in block_text(approved) and "member-" in block_text(approved)
+    dm = (await slack.fake.wait_for("chat.postMessage", 1, channel="U1"))[-1].params
+    assert "was approved" in block_text(dm)
+
+    # note: a one-input modal; a member's forged submit is refused, the admin's sends it back
+    await slack.click(click_payload(f"sb1:sq:{numbers[1]}:note", "UADMIN", "T1", "C1", "1.1", url, ephemeral=True))
+    opened = (await slack.fake.wait_for("views.open", 1))[0].params
+    note_view = json.loads(opened["view"]) if isinstance(opened["view"], str) else opened["view"]
+    assert opened["trigger_id"] == "trig.2" and note_view["callback_id"] == f"sb1:sq:{numbers[1]}:note"
+    assert [b["block_id"] for b in note_view["blocks"]] == ["note"]
+    note = "Say which PyTorch version the reference is about."
+    forged = await slack.submit(view_submission_payload(note_view, {"note": note}, "UPLAIN", "T1"))
+    assert "Only workspace admins and owners" in view_text(forged["view"])
+    assert slack.engine.suggestion_queue(community).waiting == 2
+    answer = await slack.submit(view_submission_payload(note_view, {"note": note}, "UADMIN", "T1"))
+    assert answer["response_action"] == "update" and "sent back to its author" in view_text(answer["view"])
+    dm = (await slack.fake.wait_for("chat.postMessage", 2, channel="U1"))[-1].params
+    assert "sent back by the admins" in block_text(dm) and note in block_text(dm)
+
+    # reject by a member on the operator's allow-list (no users.info needed)
+    await slack.click(click_payload(f"sb1:sq:{numbers[2]}:reject", "UALLOWED", "T1", "C1", "1.1", url, ephemeral=True))
+    dm = (await slack.fake.wait_for("chat.postMessage", 3, channel="U1"))[-1].params
+    assert "was not accepted" in block_text(dm)
+    assert slack.engine.suggestion_queue(community).waiting == 0
+    # a decided one stays decided
+    await slack.click(click_payload(f"sb1:sq:{numbers[2]}:approve", "UADMIN", "T1", "C1", "1.1", url, ephemeral=True))
+    again = (await slack.fake.wait_for("response_url", 7))[-1].params
+    assert "already decided" in block_text(again)
+
+    # the approved question is the workspace's next daily round
+    await slack.open_daily()
+    daily = [c.params for c in slack.fake.of("chat.postMessage") if c.params["channel"] == "C1"][-1]
+    assert PROMPT in block_text(daily)
+
+
+async def test_typed_decision_tells_the_author_too(slack: Slack) -> None:
+    author = UserRef("slack", "T1", "U1", "u1")
+    card = slack.engine.suggest(author, ChannelRef("slack", "T1", "C1"), good_form())
+    await slack.command(CONFIG_COMMAND, f"reject {card.suggestion_id}", user="UALLOWED")  # type: ignore[union-attr]
+    reply = (await slack.fake.wait_for("response_url", 1))[-1].params
+    assert "rejected" in block_text(reply)
+    dm = (await slack.fake.wait_for("chat.postMessage", 1, channel="U1"))[-1].params
+    assert "was not accepted" in block_text(dm)
 
 
 # ------------------------------------------------------------------- manifest

@@ -247,6 +247,30 @@ class FakeSlack:
             return {"ok": False, "error": "invalid_arguments"}
         return {"ok": True, "view": {"id": "V1"}}
 
+    def _views_open(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A modal: a trigger id, at most 100 blocks, a title of 24 characters, unique block
+        ids, a submit button when it has inputs, and inputs with a label and an element."""
+        view = params.get("view")
+        if isinstance(view, str):
+            view = json.loads(view)
+        if not params.get("trigger_id"):
+            return {"ok": False, "error": "invalid_trigger_id"}
+        if not isinstance(view, dict) or view.get("type") != "modal":
+            return {"ok": False, "error": "invalid_arguments"}
+        blocks = view.get("blocks") or []
+        ids = [b.get("block_id") for b in blocks if b.get("block_id")]
+        inputs = [b for b in blocks if b.get("type") == "input"]
+        if (
+            len(blocks) > 100
+            or len(view["title"]["text"]) > 24
+            or len(ids) != len(set(ids))
+            or (inputs and not view.get("submit"))
+            or any(not b.get("label") or not (b.get("element") or {}).get("action_id") for b in inputs)
+        ):
+            return {"ok": False, "error": "invalid_arguments"}
+        view_id = f"V{next(self._ts)}"
+        return {"ok": True, "view": {**view, "id": view_id, "team_id": team, "state": {"values": {}}}}
+
     def _users_info(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
         user_id = str(params.get("user"))
         user = {"id": user_id, "name": user_id.lower(), "team_id": team, "is_admin": False, "is_owner": False}
@@ -395,6 +419,41 @@ def click_payload(
                 "action_ts": "1700000100.000001",
             }
         ],
+    }
+
+
+def view_submission_payload(
+    view: dict[str, Any], values: dict[str, str], user: str, team: str, view_id: str = "V1"
+) -> dict[str, Any]:
+    """A view_submission of `view` (as views.open received it) with `values` typed into its
+    inputs by block id: a text input's value, a select's chosen option."""
+    state: dict[str, dict[str, Any]] = {}
+    for block in view.get("blocks", []):
+        if block.get("type") != "input":
+            continue
+        element = block["element"]
+        value = values.get(block["block_id"])
+        if element["type"] == "static_select":
+            chosen = next((o for o in element["options"] if o["value"] == value), None)
+            entry: dict[str, Any] = {"type": "static_select", "selected_option": chosen}
+        else:
+            entry = {"type": element["type"], "value": value or None}
+        state[block["block_id"]] = {element["action_id"]: entry}
+    return {
+        "type": "view_submission",
+        "api_app_id": "A1",
+        "team": {"id": team, "domain": team.lower()},
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": team},
+        "trigger_id": "trig.3",
+        "view": {
+            **view,
+            "id": view_id,
+            "team_id": team,
+            "state": {"values": state},
+            "hash": "h1",
+            "private_metadata": view.get("private_metadata", ""),
+        },
+        "response_urls": [],
     }
 
 

@@ -2,13 +2,14 @@
 many (OAuth installs kept in our database).
 
 Thin by rule: each listener acks at once, then makes one `runtime.call(engine.method, ...)`
-and lays the card out with `render`. App Home is published when the member opens it
-(app_home_opened, which Slack sends every time the tab is opened), not after each answer, so
-an answer stays one engine call. With a bot token (one workspace), requests from any other
-workspace are ignored. Listeners catch their own exceptions (a listener that
-raises after its ack makes Bolt drop the ack). The community is the workspace the event
-belongs to (Bolt's context team id, or the enterprise id for an org-wide install), never the
-clicking user's team, so Slack Connect members from another workspace answer in the host's
+and lays the card out with `render`; a modal's submit (/suggest, the queue's note) is acked
+with the engine's answer (a refused field under its input), within ACK_WITHIN. App Home is
+published when the member opens it (app_home_opened, which Slack sends every time the tab is
+opened), not after each answer, so an answer stays one engine call. With a bot token (one
+workspace), requests from any other workspace are ignored. Listeners catch their own
+exceptions (a listener that raises after its ack makes Bolt drop the ack). The community is
+the workspace the event belongs to (Bolt's context team id, or the enterprise id for an
+org-wide install), never the clicking user's team, so Slack Connect members from another workspace answer in the host's
 community. Channel posts (the daily round, reveals, leaderboards, demo results) come from the
 outbox through `send`, which returns the message reference "CHANNEL:TS"."""
 
@@ -35,6 +36,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.config import Settings
 from bot.core import wording
 from bot.core.errors import SendFailed
+from bot.core.practice import QUEUE_PREFIX, decode_decision
 from bot.core.values import (
     ChannelRef,
     CommunityRef,
@@ -43,15 +45,18 @@ from bot.core.values import (
     DemoQueued,
     DemoResultCard,
     LeaderboardCard,
+    Notice,
     Posted,
     Problem,
     QuestionCard,
     RevealCard,
+    SuggestionDecided,
+    SuggestionRefused,
     UserRef,
 )
 from bot.platforms.runtime import Runtime
 from bot.platforms.slack import render
-from bot.platforms.slack.render import ACTION_REVIEW, SlackMessage
+from bot.platforms.slack.render import ACTION_REVIEW, SUGGEST_VIEW, SlackMessage
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +71,7 @@ COMMANDS = (
     "/leaderboard",
     "/demo",
     "/forget-me",
+    "/suggest",
     "/studybot-help",
     CONFIG_COMMAND,
 )
@@ -91,6 +97,11 @@ PERMANENT = frozenset(
     }
 )
 _CHANNEL_MENTION = re.compile(r"^<#([CGD][A-Z0-9]{1,30})(\|[^>]*)?>$")
+_QUEUE_BUTTON = re.compile("^" + re.escape(QUEUE_PREFIX))
+_NOTE_VIEW = re.compile("^" + re.escape(QUEUE_PREFIX) + r"\d+:note$")
+# Slack waits 3 s for a modal's answer; an engine answer later than this closes the modal
+# and goes to the member's messages with the app instead.
+ACK_WITHIN = 2.5
 _SEEN_EVENTS = 4096
 _NAMES = 4096
 
@@ -288,6 +299,9 @@ class SlackBot:
         for name in COMMANDS:
             app.command(name)(self._command)
         app.action(ACTION_REVIEW)(self._home_review)
+        app.action(_QUEUE_BUTTON)(self._queue_click)  # the admins' queue, before the catch-all
+        app.view(SUGGEST_VIEW)(self._suggest_submit)
+        app.view(_NOTE_VIEW)(self._note_submit)
         app.action(re.compile(".*"))(self._click)  # every other action: decoded strictly by the engine
         app.event("message")(self._message)
         app.event("app_home_opened")(self._home_opened)
@@ -342,6 +356,9 @@ class SlackBot:
             if isinstance(card, DemoQueued):
                 await self._post_queued(client, channel, card, respond)
                 return
+        elif command == "/suggest":  # the form; its submit is the one engine call
+            await client.views_open(trigger_id=body.get("trigger_id"), view=render.suggest_modal(channel.channel_id))
+            return
         elif command == CONFIG_COMMAND:
             words = text.split(maxsplit=1)
             key = words[0] if words else "show"
@@ -353,6 +370,8 @@ class SlackBot:
             if isinstance(card, QuestionCard):  # post-now: the question itself comes through the outbox
                 await respond(text=wording.daily_opened(card), response_type="ephemeral")
                 return
+            if isinstance(card, SuggestionDecided):  # approve|note|reject N typed
+                await self._tell_author(client, card)
         else:  # /studybot-help
             message = render.help_message(CONFIG_COMMAND)
             await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
@@ -367,6 +386,112 @@ class SlackBot:
         info = await client.users_info(user=user_id)
         user = info.get("user") or {}
         return bool(user.get("is_admin") or user.get("is_owner") or user.get("is_primary_owner"))
+
+    # ------------------------------------------------------- members' questions
+
+    async def _queue_click(self, ack: Any, body: dict[str, Any], context: Any, respond: Any, client: Any) -> None:
+        await ack()
+
+        async def reply(text: str) -> None:
+            await respond(text=text, response_type="ephemeral", replace_original=False)
+
+        await self._guard("queue click", lambda: self._decide_click(body, context, respond, client), reply)
+
+    async def _decide_click(self, body: dict[str, Any], context: Any, respond: Any, client: Any) -> None:
+        """An admin's approve or reject (one engine call), or the note button's form."""
+        who = body.get("user") or {}
+        user = self._user(context, str(who.get("id", "")), who.get("name") or who.get("username"))
+        action_id = str((body.get("actions") or [{}])[0].get("action_id", ""))
+        if not await self._may_configure(client, user.user_id):
+            await respond(
+                text=wording.config_admins_only(CONFIG_COMMAND), response_type="ephemeral", replace_original=False
+            )
+            return
+        decoded = decode_decision(action_id)
+        if decoded is not None and decoded[1] == "note":
+            await client.views_open(trigger_id=body.get("trigger_id"), view=render.note_modal(action_id))
+            return
+        card = await self.runtime.call(self.engine.decide_button, CommunityRef(PLATFORM, user.community_id), action_id)
+        message = render.render(card)
+        await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
+        if isinstance(card, SuggestionDecided):
+            await self._tell_author(client, card)
+
+    @staticmethod
+    def _direct(client: Any, user_id: str) -> Callable[[str], Awaitable[None]]:
+        """A text to a member's messages with the app (a modal has no response_url)."""
+
+        async def send(text: str) -> None:
+            await client.chat_postMessage(channel=user_id, text=text)
+
+        return send
+
+    async def _tell_author(self, client: Any, card: SuggestionDecided) -> None:
+        """The author hears the decision in their messages with the app (not retried: logged)."""
+        if card.author is None:
+            return
+        message = render.author_notice(card)
+        try:
+            await client.chat_postMessage(channel=card.author.user_id, text=message.text, blocks=message.blocks)
+        except SlackApiError as exc:
+            log.info("telling the author of suggestion %s failed: %s", card.suggestion_id, exc.response.get("error"))
+
+    async def _suggest_submit(
+        self, ack: Any, body: dict[str, Any], context: Any, client: Any, view: dict[str, Any]
+    ) -> None:
+        who = body.get("user") or {}
+        user = self._user(context, str(who.get("id", "")), who.get("name") or who.get("username"))
+        channel = ChannelRef(PLATFORM, user.community_id, str(view.get("private_metadata") or user.user_id))
+        form = render.suggestion_form(view)
+
+        async def work() -> None:
+            call = self.runtime.call(self.engine.suggest, user, channel, form)
+            await self._answer_view(ack, client, user.user_id, wording.SUGGEST_TITLE, call)
+
+        await self._guard("suggest", work, self._direct(client, user.user_id))
+
+    async def _note_submit(
+        self, ack: Any, body: dict[str, Any], context: Any, client: Any, view: dict[str, Any]
+    ) -> None:
+        who = body.get("user") or {}
+        user = self._user(context, str(who.get("id", "")), who.get("name") or who.get("username"))
+        note = render.view_values(view).get(render.NOTE_BLOCK, "")
+        note_id = str(view.get("callback_id", ""))
+
+        async def decide() -> object:
+            if not await self._may_configure(client, user.user_id):
+                return Notice(wording.config_admins_only(CONFIG_COMMAND))
+            community = CommunityRef(PLATFORM, user.community_id)
+            return await self.runtime.call(self.engine.decide_button, community, note_id, note)
+
+        async def work() -> None:
+            card = await self._answer_view(ack, client, user.user_id, wording.NOTE_TITLE, decide())
+            if isinstance(card, SuggestionDecided):
+                await self._tell_author(client, card)
+
+        await self._guard("note", work, self._direct(client, user.user_id))
+
+    async def _answer_view(self, ack: Any, client: Any, user_id: str, title: str, call: Awaitable[object]) -> object:
+        """Answer a modal's submit with the engine's card as the ack: a refusal under its
+        inputs (response_action "errors"), else the modal updated with the answer. Later than
+        ACK_WITHIN, the modal is closed and the answer goes to the member's messages with the app."""
+        task = asyncio.ensure_future(call)
+        try:
+            card = await asyncio.wait_for(asyncio.shield(task), ACK_WITHIN)
+        except TimeoutError:
+            await ack()
+            card = await task
+            message = render.render(card)
+            await client.chat_postMessage(channel=user_id, text=message.text, blocks=message.blocks)
+            return card
+        except Exception:
+            await ack()  # the modal closes; the guard logs it and tells the member
+            raise
+        if isinstance(card, SuggestionRefused):
+            await ack(response_action="errors", errors=render.field_errors(card))
+        else:
+            await ack(response_action="update", view=render.answer_view(title, render.render(card)))
+        return card
 
     async def _post_queued(self, client: Any, channel: ChannelRef, card: DemoQueued, respond: Any) -> None:
         """A queued demo gets a channel message that its progress and result edit in place."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.core import choices as codec
 from bot.core import wording
+from bot.core.bank import TOPICS
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
@@ -30,6 +31,11 @@ from bot.core.values import (
     RevealCard,
     RoundClosed,
     ScoreCard,
+    SuggestionDecided,
+    SuggestionForm,
+    SuggestionQueue,
+    SuggestionReceived,
+    SuggestionRefused,
     letter,
 )
 
@@ -41,6 +47,22 @@ Block = dict[str, Any]
 SECTION_MAX = 3000
 TEXT_MAX = 3900
 ACTION_REVIEW = "sb1:home:review"  # App Home: start a review
+SUGGEST_VIEW = "sb1:suggest"  # /suggest's modal (callback_id); the note modal's is its button's id
+INPUT = "value"  # the action_id of every input in our modals: the block id names the field
+NOTE_BLOCK = "note"
+MAX_CHOICES = 5
+# A modal's inputs by the engine's field keys (FieldProblem.field), so a refusal shows under its input.
+SUGGEST_BLOCKS = (
+    "topic",
+    "level",
+    "prompt",
+    *(key for i in range(MAX_CHOICES) for key in (f"choice_{i}", f"why_{i}")),
+    "correct",
+    "trap",
+    "refs",
+)
+# Fields the modal has no input of, shown under the nearest one.
+FIELD_BLOCK = {"choices": "choice_0", "explain": "trap"}
 
 
 @dataclass(frozen=True)
@@ -217,6 +239,157 @@ def home(card: HomeCard, reviews_button: bool = True) -> dict[str, Any]:
     return {"type": "home", "blocks": blocks[:100]}
 
 
+def _option(value: str, text: str) -> dict[str, Any]:
+    return {"text": {"type": "plain_text", "text": _cut(text, 75)}, "value": value}
+
+
+def _input(block_id: str, label: str, element: dict[str, Any], optional: bool = False) -> Block:
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "optional": optional,
+        "label": {"type": "plain_text", "text": _cut(label, 2000)},
+        "element": {"action_id": INPUT, **element},
+    }
+
+
+def _text_input(multiline: bool, max_length: int) -> dict[str, Any]:
+    return {"type": "plain_text_input", "multiline": multiline, "max_length": max_length}
+
+
+def _select(options: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "static_select", "options": options}
+
+
+def _modal(callback_id: str, title: str, blocks: list[Block], private_metadata: str = "") -> dict[str, Any]:
+    return {
+        "type": "modal",
+        "callback_id": callback_id,
+        "title": {"type": "plain_text", "text": _cut(title, 24)},
+        "submit": {"type": "plain_text", "text": wording.SUGGEST_SEND},
+        "close": {"type": "plain_text", "text": wording.SUGGEST_CLOSE},
+        "private_metadata": private_metadata,
+        "blocks": blocks,
+    }
+
+
+def suggest_modal(channel_id: str) -> dict[str, Any]:
+    """/suggest's form: one input per field, each block named by the engine's field key.
+    Lengths are the engine's to check (a refusal says which rule); the inputs' maxima only
+    bound what is sent. `private_metadata` keeps the channel the command was typed in."""
+    labels = wording.SUGGEST_LABELS
+    levels = labels["level"].partition(": ")[2].split(", ")  # "1 intro", "2 practitioner", "3 expert"
+    blocks = [
+        _input("topic", labels["topic"], _select([_option(topic, topic) for topic in TOPICS])),
+        _input("level", labels["level"], _select([_option(level.split()[0], level) for level in levels])),
+        _input("prompt", labels["prompt"], _text_input(True, 1000)),
+    ]
+    for i in range(MAX_CHOICES):
+        choice, why = wording.SUGGEST_CHOICE.format(letter=letter(i)), wording.SUGGEST_WHY.format(letter=letter(i))
+        blocks.append(_input(f"choice_{i}", choice, _text_input(False, 200), optional=i >= 2))
+        blocks.append(_input(f"why_{i}", why, _text_input(True, 1000), optional=i >= 2))
+    blocks += [
+        _input("correct", labels["correct"], _select([_option(letter(i), letter(i)) for i in range(MAX_CHOICES)])),
+        _input("trap", labels["trap"], _text_input(True, 1000)),
+        _input("refs", labels["refs"], _text_input(True, 1000)),
+    ]
+    return _modal(SUGGEST_VIEW, wording.SUGGEST_TITLE, blocks, channel_id)
+
+
+def view_values(view: dict[str, Any]) -> dict[str, str]:
+    """A submitted modal's inputs by block id: a text's value, a select's chosen value."""
+    found: dict[str, str] = {}
+    for block_id, actions in ((view.get("state") or {}).get("values") or {}).items():
+        state = (actions or {}).get(INPUT) or {}
+        value = state.get("value")
+        if value is None:
+            value = (state.get("selected_option") or {}).get("value")
+        found[str(block_id)] = str(value or "")
+    return found
+
+
+def suggestion_form(view: dict[str, Any]) -> SuggestionForm:
+    """The submitted /suggest modal as typed (the engine parses and checks it)."""
+    values = view_values(view)
+    return SuggestionForm(
+        topic=values.get("topic", ""),
+        level=values.get("level", ""),
+        prompt=values.get("prompt", ""),
+        choices=tuple(values.get(f"choice_{i}", "") for i in range(MAX_CHOICES)),
+        whys=tuple(values.get(f"why_{i}", "") for i in range(MAX_CHOICES)),
+        correct=values.get("correct", ""),
+        trap=values.get("trap", ""),
+        refs=tuple(line for line in values.get("refs", "").splitlines() if line.strip()),
+    )
+
+
+def field_errors(card: SuggestionRefused) -> dict[str, str]:
+    """A refusal as view_submission's `errors`: each reason under its field's input."""
+    errors: dict[str, list[str]] = {}
+    for problem in card.problems:
+        block = problem.field if problem.field in SUGGEST_BLOCKS else FIELD_BLOCK.get(problem.field, "prompt")
+        reason = problem.reason if block == problem.field else f"{problem.label}: {problem.reason}"
+        errors.setdefault(block, []).append(reason)
+    return {block: _cut("; ".join(reasons), 1000) for block, reasons in errors.items()}
+
+
+def note_modal(note_id: str) -> dict[str, Any]:
+    """The queue's note button's form: one input; its callback_id is the button's id."""
+    block = _input(NOTE_BLOCK, wording.NOTE_LABEL, _text_input(True, 500))
+    return _modal(note_id, wording.NOTE_TITLE, [block])
+
+
+def answer_view(title: str, message: SlackMessage) -> dict[str, Any]:
+    """A modal replaced by the answer to its submit (response_action "update")."""
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": _cut(title, 24)},
+        "close": {"type": "plain_text", "text": wording.SUGGEST_CLOSE},
+        "blocks": message.blocks or [section(message.text)],
+    }
+
+
+def _button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "action_id": action_id,
+        "value": action_id,
+        "text": {"type": "plain_text", "text": _cut(text, 75)},
+    }
+    if style:
+        button["style"] = style
+    return button
+
+
+def queue(card: SuggestionQueue) -> SlackMessage:
+    """The admins' queue: each waiting suggestion with approve, note and reject buttons."""
+    title = wording.queue_title(card)
+    names = wording.SUGGEST_BUTTONS
+    blocks: list[Block] = [bold(title)]
+    text = [title]
+    for item in card.items:
+        lines = wording.queue_item_lines(item)
+        text += lines
+        blocks.append(section("\n".join(lines)))
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": f"sb1:sq:{item.suggestion_id}",
+                "elements": [
+                    _button(item.approve_id, names["approve"], "primary"),
+                    _button(item.note_id, names["note"]),
+                    _button(item.reject_id, names["reject"], "danger"),
+                ],
+            }
+        )
+    return _message("\n".join(text), blocks)
+
+
+def author_notice(card: SuggestionDecided) -> SlackMessage:
+    """What the author of a decided suggestion is told in their messages with the app."""
+    return _plain(wording.decided_author(card))
+
+
 def help_message(config_command: str) -> SlackMessage:
     lines = wording.help_lines(config_command)
     blocks = [bold(wording.HELP_TITLE), section(wording.HELP_ANSWERING), section("\n".join(lines))]
@@ -266,5 +439,14 @@ def render(card: object) -> SlackMessage:
             return _plain(wording.demo_failed(card))
         case HomeCard():
             return score(card.score)
+        case SuggestionReceived():
+            return _plain(wording.suggestion_received(card))
+        case SuggestionRefused():
+            lines = wording.suggestion_refused(card.problems)
+            return _message("\n".join(lines), [bold(lines[0]), section("\n".join(lines[1:]))])
+        case SuggestionQueue():
+            return queue(card)
+        case SuggestionDecided():
+            return _plain(wording.decided_admin(card))
     log.error("no Slack layout for %s", type(card).__name__)
     return _plain(wording.describe_any(card))
