@@ -18,8 +18,10 @@ import yarl
 
 from bot.config import Settings
 from bot.core import choices as codec
+from bot.core import wording
 from bot.core.bank import Bank
 from bot.core.engine import DeliveryPolicy, StudyEngine
+from bot.core.practice import decode_draft
 from bot.core.values import (
     ChannelRef,
     CommunityRef,
@@ -28,15 +30,19 @@ from bot.core.values import (
     DemoResultCard,
     QuestionCard,
     RevealCard,
+    SuggestionForm,
+    SuggestionReceived,
+    UserRef,
 )
 from bot.jobs import DemoJobRunner, LocalBackend
-from bot.platforms.discord import build_bot
+from bot.platforms.discord import build_bot, render
 from bot.platforms.discord.app import ShardedStudyBot, StudyBot, guild_shard, send_failure
 from bot.platforms.runtime import Runtime
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import TEST_BANK, FakeClock
 from tests.fakes.discord_server import EPHEMERAL, FakeDiscord, guild_id_for_shard, snowflake, user
+from tests.test_suggestions import CHOICES, PROMPT, REF, TRAP, WHYS
 
 ORIGINAL_GATEWAY = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
 ORIGINAL_BASE = discord.http.Route.BASE
@@ -167,7 +173,7 @@ async def test_login_ready_and_commands_synced_once(world: World) -> None:
         assert intents.guilds and intents.guild_messages and not intents.message_content
         assert [target for target, _ in world.fake.command_syncs] == ["global"]
         names = {c["name"] for c in world.fake.command_syncs[0][1]}
-        assert names == {"quiz", "review", "score", "leaderboard", "demo", "forget-me", "help", "config"}
+        assert names == {"quiz", "review", "score", "leaderboard", "demo", "forget-me", "help", "config", "suggest"}
         config = next(c for c in world.fake.command_syncs[0][1] if c["name"] == "config")
         assert int(config["default_member_permissions"]) == 1 << 5  # Manage Server
         assert config.get("contexts") == [0]  # guild only
@@ -304,7 +310,8 @@ async def test_slash_commands(world: World) -> None:
         shown = await world.slash("config", ADMIN, admin=True)
         assert "paused: on" in text_of(shown)
         help_ = await world.slash("help", BOB)
-        assert "/quiz" in help_["content"]
+        assert "/quiz" in help_["content"] and "/suggest" in help_["content"]
+        assert "/config suggestions" in help_["content"]
         dm = await fake.answered(
             await fake.interact(2, None, snowflake(), ALICE, {"id": snowflake(), "name": "score", "type": 1})
         )
@@ -683,6 +690,187 @@ async def test_server_error_on_posting_is_retried_by_the_outbox(world: World) ->
         await running.runtime.deliver_now("discord")
         assert [c.status for c in fake.requests("POST", other)] == [500, 200]
         assert len(fake.posts(world.other_channel)) == 1
+    finally:
+        await running.stop()
+    assert fake.violations == []
+
+
+# ------------------------------------------------------ members' questions
+
+
+SECOND_PROMPT = "In a study group's notebook, which call wraps one block so its activations are recomputed in backward?"
+SECOND_CHOICES = (
+    "torch.utils.checkpoint.checkpoint on the block",
+    "torch.no_grad around the whole forward pass here",
+    "torch.cuda.empty_cache after every block",
+)
+SECOND_WHYS = (
+    "checkpoint runs the block without keeping its activations and runs it again during backward.",
+    "no_grad keeps no graph at all, so nothing can be trained through the block afterwards.",
+    "empty_cache only returns cached memory to the driver; the activations are still kept.",
+)
+
+
+def first_part(**changes: str) -> dict[str, str]:
+    return {
+        "topic": "fundamentals",
+        "level": "1",
+        "prompt": PROMPT,
+        "choices": "\n".join(CHOICES),
+        "correct": "A",
+    } | changes
+
+
+def second_part(**changes: str) -> dict[str, str]:
+    return {"whys": "\n".join(WHYS), "trap": TRAP, "refs": REF} | changes
+
+
+def dms_to(fake: FakeDiscord, who: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        m for m in fake.messages.values() if m.get("_via") == "dm" and fake.dm_channels[m["channel_id"]] == who["id"]
+    ]
+
+
+async def suggest_first(world: World, who: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
+    """/suggest and its first form, submitted: the private answer."""
+    fake = world.fake
+    opened = await fake.slash("suggest", who, world.guild, world.channel)
+    return await fake.answered(await fake.submit(opened, values))
+
+
+async def test_suggest_through_both_forms_to_the_daily_round(world: World) -> None:
+    running = await world.start()
+    fake = world.fake
+    try:
+        opened = await fake.slash("suggest", ALICE, world.guild, world.channel)
+        form = await fake.opened_form(opened)
+        assert [r["type"] for r in opened.responses] == [9]
+        assert [row["components"][0]["custom_id"] for row in form["components"]] == list(render.FIRST_FIELDS)
+        kept = await fake.answered(await fake.submit(opened, first_part()))
+        assert kept["flags"] & EPHEMERAL and "First part kept" in kept["content"] and CHOICES[1] in kept["content"]
+        [button] = buttons(kept)
+        draft = decode_draft(button["custom_id"])
+        assert draft is not None and button["label"] == wording.SUGGEST_CONTINUE
+
+        click = await fake.click(kept["id"], button["custom_id"], ALICE)
+        second = await fake.opened_form(click)
+        assert second["custom_id"] == button["custom_id"] and len(second["components"]) == 3
+        thanks = await fake.answered(await fake.submit(click, second_part()))
+        assert thanks["flags"] & EPHEMERAL and f"question #{draft} is waiting" in thanks["content"]
+
+        queue = await world.slash("config", ADMIN, admin=True, setting="suggestions")
+        assert queue["flags"] & EPHEMERAL and "waiting: 1" in queue["content"]
+        assert PROMPT[:60] in text_of(queue) and "by alice" in text_of(queue)
+        ids = [b["custom_id"] for b in buttons(queue)]
+        assert ids == [f"sb1:sq:{draft}:approve", f"sb1:sq:{draft}:note", f"sb1:sq:{draft}:reject"]
+
+        refused = await fake.answered(await fake.click(queue["id"], ids[0], BOB))  # a member: refused
+        assert refused["flags"] & EPHEMERAL and "Manage Server" in refused["content"]
+        assert dms_to(fake, ALICE) == []
+        approved = await fake.answered(await fake.click(queue["id"], ids[0], ADMIN, admin=True))
+        assert approved["flags"] & EPHEMERAL and f"#{draft} approved" in approved["content"]
+        [told] = await fake.wait_for(lambda: dms_to(fake, ALICE))
+        assert "was approved" in told["content"]
+        again = await fake.answered(await fake.click(queue["id"], ids[2], ADMIN, admin=True))
+        assert "already decided" in again["content"]
+
+        post = await open_round(world, running)  # the guild's daily round asks it first
+        assert PROMPT in post["embeds"][0]["description"]
+        lines = post["embeds"][0]["description"].splitlines()
+        right = next(i for i, b in enumerate(buttons(post)) if f"{b['label']}) {CHOICES[0]}" in lines)
+        answer = await fake.answered(await fake.click(post["id"], buttons(post)[right]["custom_id"], BOB))
+        assert answer["embeds"][0]["title"].startswith("Correct!")
+        round_id = codec.decode_answer(buttons(post)[0]["custom_id"])[0]  # type: ignore[index]
+        await running.runtime.call(running.engine.close_round, round_id)
+        running.runtime.wake()
+        reveal = await fake.wait_for(lambda: [m for m in fake.posts(world.channel) if m["id"] != post["id"]])
+        assert "Question written by alice" in text_of(reveal[0])
+    finally:
+        await running.stop()
+    assert fake.violations == []
+    assert all(len(i.responses) == 1 for i in fake.interactions.values())
+
+
+async def test_suggest_refusals_name_the_field_privately(world: World) -> None:
+    running = await world.start()
+    fake = world.fake
+    try:
+        topic = await suggest_first(world, ALICE, first_part(topic="astrology"))
+        assert topic["flags"] & EPHEMERAL and not buttons(topic)
+        assert "was not sent" in topic["content"] and "topic: 'astrology' is not a topic" in topic["content"]
+        right = await suggest_first(world, ALICE, first_part(correct="E"))
+        assert right["flags"] & EPHEMERAL and "right choice:" in right["content"]
+
+        kept = await suggest_first(world, ALICE, first_part())
+        [button] = buttons(kept)
+        click = await fake.click(kept["id"], button["custom_id"], ALICE)
+        short = await fake.answered(await fake.submit(click, second_part(whys="\n".join(WHYS[:2]))))
+        assert short["flags"] & EPHEMERAL and "why of choice C:" in short["content"]
+        [retry] = buttons(short)  # the refusal carries the button that opens the second form again
+        assert retry["custom_id"] == button["custom_id"]
+        again = await fake.click(short["id"], retry["custom_id"], ALICE)
+        thanks = await fake.answered(await fake.submit(again, second_part()))
+        assert "is waiting for the admins" in thanks["content"]
+
+        forged = fake.bot_message(world.channel, ["sb1:sg:x"])  # a tampered continue button
+        expired = await fake.answered(await fake.click(forged["id"], "sb1:sg:x", ALICE))
+        assert expired["content"] == wording.FORM_EXPIRED
+    finally:
+        await running.stop()
+    assert fake.violations == []
+
+
+async def test_queue_note_and_reject_by_buttons_tell_the_author(world: World) -> None:
+    running = await world.start()
+    fake = world.fake
+    engine = running.engine
+    where = ChannelRef("discord", world.guild, world.channel)
+    alice = UserRef("discord", world.guild, ALICE["id"], "alice")
+    try:
+        first = await running.runtime.call(
+            engine.suggest,
+            alice,
+            where,
+            SuggestionForm("fundamentals", "1", PROMPT, CHOICES, WHYS, "A", TRAP, refs=(REF,)),
+        )
+        second = await running.runtime.call(
+            engine.suggest,
+            alice,
+            where,
+            SuggestionForm("fundamentals", "2", SECOND_PROMPT, SECOND_CHOICES, SECOND_WHYS, "A", TRAP, refs=(REF,)),
+        )
+        assert isinstance(first, SuggestionReceived) and isinstance(second, SuggestionReceived), (first, second)
+
+        interaction = await fake.slash(
+            "config", ADMIN, world.guild, world.channel, [{"name": "setting", "type": 3, "value": "suggestions"}], True
+        )
+        queue = await fake.answered(interaction)
+        assert "waiting: 2" in queue["content"]
+        [more] = await fake.wait_for(lambda: interaction.followups)  # each further suggestion: its own message
+        assert more["flags"] & EPHEMERAL and SECOND_PROMPT[:50] in text_of(more)
+        note_id = f"sb1:sq:{first.suggestion_id}:note"
+
+        member = await fake.click(queue["id"], note_id, BOB)  # a member: no form
+        assert "Manage Server" in (await fake.answered(member))["content"] and member.modal is None
+        opened = await fake.click(queue["id"], note_id, ADMIN, admin=True)
+        form = await fake.opened_form(opened)
+        assert form["custom_id"] == note_id and len(form["components"]) == 1
+        taken = await fake.answered(await fake.submit(opened, {"note": "Shorten it"}, who=BOB))  # not an admin
+        assert "Manage Server" in taken["content"]
+        sent = await fake.answered(await fake.submit(opened, {"note": "Name the layer it recomputes."}, admin=True))
+        assert f"#{first.suggestion_id} sent back" in sent["content"]
+        [told] = await fake.wait_for(lambda: dms_to(fake, ALICE))
+        assert "sent back by the admins: Name the layer it recomputes." in told["content"]
+
+        fake.closed_dms.add(ALICE["id"])
+        reject = f"sb1:sq:{second.suggestion_id}:reject"
+        click = await fake.click(more["id"], reject, ADMIN, admin=True)
+        rejected = await fake.answered(click)
+        assert f"#{second.suggestion_id} rejected" in rejected["content"]
+        [closed] = await fake.wait_for(lambda: click.followups)
+        assert closed["content"] == wording.AUTHOR_DMS_CLOSED and closed["flags"] & EPHEMERAL
+        empty = await world.slash("config", ADMIN, admin=True, setting="suggestions")
+        assert empty["content"] == "No suggested questions are waiting." and not buttons(empty)
     finally:
         await running.stop()
     assert fake.violations == []

@@ -5,7 +5,9 @@ assert on what reached it: 2,000 characters of content, 4,096 of an embed descri
 rows of 5 buttons, 80-character labels, 100-character custom ids, allowed_mentions that parse
 nothing, one initial response per interaction within 3 seconds, message content empty
 without the message-content intent (unless the bot is mentioned), 429s with retry_after
-when a test asks for them, unknown channels (10003) and closed DMs (50007)."""
+when a test asks for them, unknown channels (10003) and closed DMs (50007), and modals as
+Discord checks them (at most 5 text inputs, 45-character title and labels, never the answer to
+a modal's own submit, whose values come back only for the inputs the modal had)."""
 
 from __future__ import annotations
 
@@ -68,6 +70,7 @@ class Interaction:
     responses: list[dict[str, Any]] = field(default_factory=list)  # the callback bodies
     original: dict[str, Any] | None = None  # the response message, once there is one
     followups: list[dict[str, Any]] = field(default_factory=list)
+    modal: dict[str, Any] | None = None  # the form the bot opened in answer (callback type 9)
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -340,13 +343,47 @@ class FakeDiscord:
             cid, {"content": "", "components": [{"type": 1, "components": buttons}]}, "channel", []
         )
 
-    async def click(self, message_id: str, custom_id: str, who: dict[str, Any]) -> Interaction:
+    async def click(self, message_id: str, custom_id: str, who: dict[str, Any], admin: bool = False) -> Interaction:
         message = self.messages[message_id]
         ids = [c.get("custom_id") for row in message.get("components", []) for c in row.get("components", [])]
         if custom_id not in ids:  # Discord only delivers clicks on components the message has
             raise AssertionError(f"message {message_id} has no component {custom_id}")
         data = {"custom_id": custom_id, "component_type": 2}
-        return await self.interact(3, message.get("guild_id"), message["channel_id"], who, data, message=message)
+        permissions = ADMIN_PERMS if admin else MEMBER_PERMS
+        return await self.interact(
+            3, message.get("guild_id"), message["channel_id"], who, data, message=message, permissions=permissions
+        )
+
+    async def opened_form(self, interaction: Interaction, timeout: float = 10.0) -> dict[str, Any]:
+        """The modal the bot answered an interaction with (callback type 9)."""
+        await asyncio.wait_for(interaction.done.wait(), timeout)
+        assert interaction.modal is not None, f"interaction {interaction.id} was answered without a form"
+        return interaction.modal
+
+    async def submit(
+        self, opened: Interaction, values: dict[str, str], who: dict[str, Any] | None = None, admin: bool = False
+    ) -> Interaction:
+        """A member fills in and submits the form the bot opened for `opened` (a type 5 modal
+        submit, from the same place, carrying the clicked message when a button opened it).
+        Discord sends every input of the form (empty when left so) and nothing else."""
+        form = await self.opened_form(opened)
+        inputs = [c["custom_id"] for row in form["components"] for c in row["components"]]
+        unknown = set(values) - set(inputs)
+        if unknown:
+            raise AssertionError(f"form {form['custom_id']} has no inputs {sorted(unknown)}")
+        rows = [{"type": 1, "components": [{"type": 4, "custom_id": c, "value": values.get(c, "")}]} for c in inputs]
+        data = {"custom_id": form["custom_id"], "components": rows}
+        payload = opened.payload
+        who = who or (payload.get("member") or {}).get("user") or payload["user"]
+        return await self.interact(
+            5,
+            payload.get("guild_id"),
+            payload["channel_id"],
+            who,
+            data,
+            message=payload.get("message"),
+            permissions=ADMIN_PERMS if admin else MEMBER_PERMS,
+        )
 
     async def say(self, gid: str, cid: str, who: dict[str, Any], content: str, reply_to: str | None = None) -> str:
         """A member's message; its content reaches the bot only if it mentions the bot (or the
@@ -679,6 +716,13 @@ class FakeDiscord:
             if kind == 4:
                 found.done.set()
             return self.reply({"interaction": info, "resource": {"type": kind, "message": self.public(message)}})
+        if kind == 9:
+            problem = self.check_modal(found, data)
+            if problem:
+                self.violations.append(f"interaction {iid}: {problem}")
+                return self.error(400, 50035, problem)
+            found.modal = data
+            found.done.set()
         if kind == 7 and "message" in found.payload:  # update the clicked message
             self.edit_message(self.messages[found.payload["message"]["id"]], data, files)
             found.done.set()
@@ -690,6 +734,34 @@ class FakeDiscord:
             found.original = {"choices": choices}
             found.done.set()
         return self.reply({"interaction": info})
+
+    @staticmethod
+    def check_modal(found: Interaction, data: dict[str, Any]) -> str | None:
+        """What Discord refuses in a modal: as the answer to a modal submit or an autocomplete,
+        more than 5 inputs, a title or label over 45 characters, an id over 100."""
+        if found.type not in (2, 3):
+            return f"a modal cannot answer an interaction of type {found.type}"
+        if not 1 <= len(data.get("title") or "") <= 45:
+            return "a modal's title must be 1-45 characters"
+        if not 1 <= len(data.get("custom_id") or "") <= 100:
+            return "a modal's custom_id must be 1-100 characters"
+        rows = data.get("components") or []
+        if not 1 <= len(rows) <= 5:
+            return f"a modal has {len(rows)} inputs (1 to 5)"
+        for row in rows:
+            inner = row.get("components") or []
+            if row.get("type") != 1 or len(inner) != 1 or inner[0].get("type") != 4:
+                return "each row of a modal holds one text input"
+            text_input = inner[0]
+            if not 1 <= len(text_input.get("label") or "") <= 45:
+                return f"label {text_input.get('label')!r} is not 1-45 characters"
+            if not 1 <= len(text_input.get("custom_id") or "") <= 100:
+                return "a text input's custom_id must be 1-100 characters"
+            if text_input.get("style") not in (1, 2) or not 1 <= int(text_input.get("max_length") or 4000) <= 4000:
+                return "a text input's style must be 1 or 2 and its max_length at most 4000"
+            if len(text_input.get("placeholder") or "") > 100:
+                return "a text input's placeholder is over 100 characters"
+        return None
 
     def webhook(self, method: str, parts: list[str], body: Any, files: list[str]) -> web.Response:
         token = parts[2]

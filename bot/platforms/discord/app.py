@@ -8,6 +8,10 @@ Runtime and renders the card that comes back.
   also edits the question (buttons disabled, counts) through `RevealCard.question_ref`.
 - Text answers: messages that mention the bot (Discord delivers their content without the
   privileged message-content intent); the feedback goes by direct message.
+- /suggest: a first modal (topic, level, prompt, choices, the right one) kept as a draft, then
+  a button opening the second (the whys, the trap, a reference): a modal cannot answer a
+  modal. The admins' queue (/config suggestions) decides by buttons, a note by a one-input
+  modal; Manage Server is checked when they are used; the author is told by direct message.
 - The command tree is synced only when its hash differs from the one stored in the
   database for that target (a guild, or global)."""
 
@@ -30,6 +34,7 @@ from discord.ext import commands
 from bot.config import Settings
 from bot.core import wording
 from bot.core.errors import SendFailed
+from bot.core.practice import QUEUE_PREFIX, SUGGEST_PREFIX, decode_decision, decode_draft
 from bot.core.values import (
     AnswerFeedback,
     ChannelRef,
@@ -42,6 +47,9 @@ from bot.core.values import (
     Problem,
     QuestionCard,
     RevealCard,
+    SuggestionDecided,
+    SuggestionForm,
+    SuggestionRefused,
     UserRef,
 )
 from bot.platforms.discord import render as layout
@@ -104,6 +112,10 @@ class StudyBot(commands.Bot):
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
         await self.study.guild_changed(guild, "resume")
+
+    async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
+        if interaction.type is discord.InteractionType.modal_submit:
+            await self.study.modal_submit(interaction)
 
 
 class ShardedStudyBot(StudyBot, commands.AutoShardedBot):
@@ -189,10 +201,13 @@ class DiscordApp:
         defer: bool = False,
         ephemeral: bool | None = True,
         after: Callable[[object], Awaitable[None]] | None = None,
+        again: str | None = None,
     ) -> object:
         """One engine call for one interaction, answered in time: deferred first when `defer`
-        or when the call takes longer than ACK_WITHIN_S; the card rendered as the answer.
-        `ephemeral=None`: the card decides (a public card in the channel, a refusal privately)."""
+        or when the call takes longer than ACK_WITHIN_S; the card rendered as the answer (and
+        its further messages as follow-ups). `ephemeral=None`: the card decides (a public card
+        in the channel, a refusal privately). `again`: a refused form's answer carries the
+        button that opens that form again."""
         deferred = False
         if defer:
             await interaction.response.defer(ephemeral=ephemeral is not False, thinking=True)
@@ -205,6 +220,8 @@ class DiscordApp:
                 deferred = True
         result = await task
         reply = layout.render(result)
+        if again is not None and isinstance(result, SuggestionRefused):
+            reply.view = layout.continue_view(again)
         private = not reply.public if ephemeral is None else ephemeral
         try:
             if deferred and ephemeral is None and not reply.public:
@@ -221,6 +238,8 @@ class DiscordApp:
                 await interaction.edit_original_response(**kwargs, allowed_mentions=discord.AllowedMentions.none())
             else:
                 await interaction.response.send_message(**reply.kwargs(), ephemeral=private)
+            for extra in reply.extra:
+                await interaction.followup.send(**extra.kwargs(), ephemeral=private)
         except discord.HTTPException:
             log.warning("answering interaction %s failed", interaction.id, exc_info=True)
             return result
@@ -236,6 +255,15 @@ class DiscordApp:
         except discord.HTTPException:
             log.warning("answering interaction %s failed", interaction.id, exc_info=True)
 
+    async def click(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
+        """Every button of ours: the suggestion form's continue, a queue decision, an answer."""
+        if custom_id.startswith(SUGGEST_PREFIX):
+            await self.open_second_form(interaction, custom_id)
+        elif custom_id.startswith(QUEUE_PREFIX):
+            await self.decide_click(interaction, custom_id)
+        else:
+            await self.answer_click(interaction, custom_id)
+
     async def answer_click(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
         if interaction.guild_id is None:
             await self.refuse(interaction, wording.GUILD_ONLY)
@@ -243,6 +271,103 @@ class DiscordApp:
         await self.respond(
             interaction, self.engine.answer_button, user_ref(interaction.user, interaction.guild_id), custom_id
         )
+
+    # ------------------------------------------------------ members' questions
+
+    async def open_form(self, interaction: discord.Interaction[Any], modal: discord.ui.Modal) -> None:
+        try:
+            await interaction.response.send_modal(modal)
+        except discord.HTTPException:
+            log.warning("opening a form for interaction %s failed", interaction.id, exc_info=True)
+
+    async def open_second_form(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
+        if decode_draft(custom_id) is None:
+            return await self.refuse(interaction, wording.FORM_EXPIRED)
+        await self.open_form(interaction, layout.explain_form(custom_id))
+
+    def admin(self, interaction: discord.Interaction[Any]) -> CommunityRef | None:
+        """The community of an interaction by a member with Manage Server (checked at run time:
+        a queue's buttons and forms can be used by whoever sees them)."""
+        if interaction.guild_id is None or not interaction.permissions.manage_guild:
+            return None
+        return CommunityRef(PLATFORM, str(interaction.guild_id))
+
+    async def decide_click(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
+        community = self.admin(interaction)
+        if community is None:
+            return await self.refuse(interaction, wording.NEEDS_MANAGE_SERVER)
+        decoded = decode_decision(custom_id)
+        if decoded is not None and decoded[1] == "note":
+            return await self.open_form(interaction, layout.note_form(custom_id))
+        await self.respond(
+            interaction, self.engine.decide_button, community, custom_id, after=self.notifier(interaction)
+        )
+
+    def notifier(self, interaction: discord.Interaction[Any]) -> Callable[[object], Awaitable[None]]:
+        async def after(result: object) -> None:
+            await self.tell_author(interaction, result)
+
+        return after
+
+    async def tell_author(self, interaction: discord.Interaction[Any], result: object) -> None:
+        """The author of a decided suggestion is told by direct message; when their messages are
+        closed, the admin who decided is told so."""
+        if not isinstance(result, SuggestionDecided) or result.author is None:
+            return
+        if not result.author.user_id.isdigit():
+            return
+        try:
+            channel = await self.bot.create_dm(discord.Object(id=int(result.author.user_id)))
+            await channel.send(**layout.author_notice(result).kwargs())
+        except discord.HTTPException:
+            log.info("telling the author of suggestion %s failed", result.suggestion_id, exc_info=True)
+            try:
+                await interaction.followup.send(
+                    wording.AUTHOR_DMS_CLOSED, ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
+                )
+            except discord.HTTPException:
+                log.warning("answering interaction %s failed", interaction.id, exc_info=True)
+
+    async def modal_submit(self, interaction: discord.Interaction[Any]) -> None:
+        """A submitted form, by its id: the first /suggest form, the second (`sb1:sg:<draft>`)
+        or an admin's note (`sb1:sq:<n>:note`). One engine call each."""
+        data: dict[str, Any] = dict(interaction.data or {})
+        custom_id = str(data.get("custom_id") or "")
+        if not custom_id.startswith((SUGGEST_PREFIX, QUEUE_PREFIX)):
+            return
+        values = modal_values(data)
+        if custom_id.startswith(QUEUE_PREFIX):
+            community = self.admin(interaction)
+            if community is None:
+                return await self.refuse(interaction, wording.NEEDS_MANAGE_SERVER)
+            note = values.get(layout.NOTE_FIELD, "")
+            await self.respond(
+                interaction, self.engine.decide_button, community, custom_id, note, after=self.notifier(interaction)
+            )
+            return
+        found = self.where(interaction)
+        if found is None:
+            return await self.refuse(interaction, wording.GUILD_ONLY)
+        user, channel = found
+        if custom_id == layout.FIRST_FORM:
+            form = SuggestionForm(
+                topic=values.get("topic", ""),
+                level=values.get("level", ""),
+                prompt=values.get("prompt", ""),
+                choices=lines_of(values.get("choices", "")),
+                correct=values.get("correct", ""),
+            )
+            await self.respond(interaction, self.engine.suggest_draft, user, channel, form)
+            return
+        draft = decode_draft(custom_id)
+        if draft is None:
+            return await self.refuse(interaction, wording.FORM_EXPIRED)
+        rest = SuggestionForm(
+            whys=lines_of(values.get("whys", "")),
+            trap=values.get("trap", ""),
+            refs=lines_of(values.get("refs", "")),
+        )
+        await self.respond(interaction, self.engine.suggest_continue, user, channel, draft, rest, again=custom_id)
 
     def where(self, interaction: discord.Interaction[Any]) -> tuple[UserRef, ChannelRef] | None:
         if interaction.guild_id is None or interaction.channel_id is None:
@@ -344,6 +469,25 @@ class DiscordApp:
             log.warning("reading the /demo message failed", exc_info=True)
             return
         await self.runtime.call(report, result.job_id, str(message.id))
+
+
+def modal_values(data: dict[str, Any]) -> dict[str, str]:
+    """A modal submit's values by input id: action rows of text inputs (and labels, the newer
+    layout, holding one component each)."""
+    found: dict[str, str] = {}
+    for row in data.get("components") or []:
+        if not isinstance(row, dict):
+            continue
+        inner = row.get("components") or ([row["component"]] if isinstance(row.get("component"), dict) else [])
+        for component in inner:
+            if isinstance(component, dict) and isinstance(component.get("custom_id"), str):
+                found[component["custom_id"]] = str(component.get("value") or "")
+    return found
+
+
+def lines_of(text: str) -> tuple[str, ...]:
+    """A multi-line input's non-empty lines (choices, whys, references: one per line)."""
+    return tuple(line.strip() for line in text.splitlines() if line.strip())
 
 
 def bot_intents() -> discord.Intents:

@@ -1,5 +1,5 @@
 """The slash commands: guild-only, each one engine call through `DiscordApp.respond`.
-Descriptions come from bot.core.wording; /config needs Manage Server, both by
+Descriptions come from bot.core.wording; /suggest opens its first form; /config needs Manage Server, both by
 default_member_permissions and by a check when it runs."""
 
 from __future__ import annotations
@@ -16,11 +16,15 @@ from bot.core import wording
 from bot.core.bank import TOPICS
 from bot.core.demo_request import PRESETS
 from bot.core.values import CommunityRef
+from bot.platforms.discord import render as layout
 from bot.platforms.discord.app import PLATFORM, DiscordApp
 
 Choice = app_commands.Choice
 _CHANNEL = re.compile(r"^<#(\d+)>$")
 SETTINGS = ("show", "channel", "time", "timezone", "window", "topics", "pause", "resume", "post-now", "web")
+# The members' questions: the queue (decided by its buttons), or by number (`value`: N [NOTE]), and
+# `remove` with a question id.
+QUEUE_WORDS = ("suggestions", "approve", "note", "reject", "remove")
 _ZONES: tuple[str, ...] = ()
 
 
@@ -116,7 +120,7 @@ def register(tree: app_commands.CommandTree[Any], app: DiscordApp) -> None:
     @app_commands.guild_only()
     @app_commands.default_permissions(manage_guild=True)
     @app_commands.describe(setting=opt["setting"], value=opt["value"])
-    @app_commands.choices(setting=[Choice(name=s, value=s) for s in SETTINGS])
+    @app_commands.choices(setting=[Choice(name=s, value=s) for s in (*SETTINGS, *QUEUE_WORDS)])
     @app_commands.autocomplete(value=values)
     async def config(interaction: discord.Interaction[Any], setting: str = "show", value: str | None = None) -> None:
         if interaction.guild_id is None or interaction.channel_id is None:
@@ -129,6 +133,13 @@ def register(tree: app_commands.CommandTree[Any], app: DiscordApp) -> None:
             value = mention.group(1) if mention else (text or str(interaction.channel_id))
         community = CommunityRef(PLATFORM, str(interaction.guild_id))
         await app.respond(interaction, engine.configure, community, setting, value)
+
+    @tree.command(name="suggest", description=say["suggest"])
+    @app_commands.guild_only()
+    async def suggest(interaction: discord.Interaction[Any]) -> None:
+        if interaction.guild_id is None:
+            return await app.refuse(interaction, wording.GUILD_ONLY)
+        await app.open_form(interaction, layout.suggest_form())
 
     demo = app_commands.Group(name="demo", description=say["demo"], guild_only=True)
 

@@ -36,6 +36,12 @@ from bot.core.values import (
     RevealCard,
     RoundClosed,
     ScoreCard,
+    SuggestionDecided,
+    SuggestionDraft,
+    SuggestionItem,
+    SuggestionQueue,
+    SuggestionReceived,
+    SuggestionRefused,
 )
 from bot.platforms.discord.views import AnswerButton
 
@@ -45,6 +51,8 @@ MAX_CONTENT = 2000
 MAX_DESCRIPTION = 4096
 MAX_TITLE = 256
 MAX_LABEL = 80
+MAX_MODAL_TITLE = 45  # a modal's title and each input's label
+MAX_INPUT = 4000  # a text input's value
 BLUE = discord.Colour(0x3B82F6)
 GREEN = discord.Colour(0x16A34A)
 RED = discord.Colour(0xDC2626)
@@ -136,6 +144,8 @@ def reveal(card: RevealCard) -> Reply:
         lines += ["", wording.trap_line(card.trap)]
     if card.refs:
         lines += ["", wording.refs_line(card.refs)]
+    if card.author:
+        lines += ["", safe(wording.author_line(card.author))]
     lines += ["", wording.reveal_summary(card)]
     return Reply(embed=embed(wording.reveal_title(card), "\n".join(lines), GREEN), public=True)
 
@@ -160,6 +170,91 @@ def demo_result(card: DemoResultCard) -> Reply:
 def demo_progress(card: DemoProgressCard) -> Reply:
     table = code_block(wording.table_lines(card.header, card.rows), MAX_CONTENT - 300)
     return Reply(content=f"{safe(wording.demo_progress_title(card))}\n{table}", public=True)
+
+
+# ------------------------------------------------------------ members' questions
+
+# The first form's id; the second's is the id of the button that opens it (`sb1:sg:<draft>`) and
+# the note's that of its queue button (`sb1:sq:<n>:note`), so each submit carries what it is for.
+FIRST_FORM = "sb1:sg:new"
+FIRST_FIELDS = ("topic", "level", "prompt", "choices", "correct")
+SECOND_FIELDS = ("whys", "trap", "refs")
+NOTE_FIELD = "note"
+_LIMITS = {"topic": 40, "level": 20, "prompt": 1000, "choices": 1200, "correct": 200, "note": 500}
+_PARAGRAPHS = ("prompt", "choices", "whys", "trap", "refs", "note")
+
+
+def form(title: str, custom_id: str, fields: tuple[tuple[str, str], ...]) -> discord.ui.Modal:
+    """A modal of text inputs (Discord shows at most 5): `fields` are (custom_id, label). Its
+    submit is handled from the raw interaction (`DiscordApp.modal_submit`, after a restart too),
+    so it is stopped before it is sent and discord.py's view store does not keep it."""
+    modal = discord.ui.Modal(title=clip(title, MAX_MODAL_TITLE), custom_id=custom_id)
+    for key, label in fields:
+        style = discord.TextStyle.paragraph if key in _PARAGRAPHS else discord.TextStyle.short
+        modal.add_item(
+            discord.ui.TextInput(
+                label=clip(label, MAX_MODAL_TITLE),
+                custom_id=key,
+                style=style,
+                max_length=_LIMITS.get(key, MAX_INPUT),
+            )
+        )
+    modal.stop()
+    return modal
+
+
+def suggest_form() -> discord.ui.Modal:
+    labels = wording.SUGGEST_LABELS
+    return form(wording.SUGGEST_TITLE, FIRST_FORM, tuple((key, labels[key]) for key in FIRST_FIELDS))
+
+
+def explain_form(custom_id: str) -> discord.ui.Modal:
+    labels = wording.SUGGEST_LABELS
+    return form(wording.SUGGEST_TITLE_2, custom_id, tuple((key, labels[key]) for key in SECOND_FIELDS))
+
+
+def note_form(custom_id: str) -> discord.ui.Modal:
+    return form(wording.NOTE_TITLE, custom_id, ((NOTE_FIELD, wording.NOTE_LABEL),))
+
+
+def button_view(*buttons: tuple[str, str, discord.ButtonStyle]) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    for custom_id, label, style in buttons:
+        view.add_item(AnswerButton(custom_id, label=clip(label, MAX_LABEL), style=style))
+    return view
+
+
+def continue_view(custom_id: str) -> discord.ui.View:
+    """The button that opens the second form (a modal cannot open another modal)."""
+    return button_view((custom_id, wording.SUGGEST_CONTINUE, discord.ButtonStyle.primary))
+
+
+def queue_item(item: SuggestionItem, head: str | None = None) -> Reply:
+    """One waiting suggestion, whole (Discord allows 6,000 characters of embeds in a message),
+    with its approve, note and reject buttons."""
+    names = wording.SUGGEST_BUTTONS
+    view = button_view(
+        (item.approve_id, names["approve"], discord.ButtonStyle.success),
+        (item.note_id, names["note"], discord.ButtonStyle.secondary),
+        (item.reject_id, names["reject"], discord.ButtonStyle.danger),
+    )
+    body = embed(None, safe("\n".join(wording.queue_item_lines(item))))
+    return Reply(content=head, embed=body, view=view)
+
+
+def queue(card: SuggestionQueue) -> Reply:
+    """The queue's title with its first item, then each further item as a message of its own."""
+    head = safe(wording.queue_title(card))
+    if not card.items:
+        return Reply(content=head)
+    first = queue_item(card.items[0], head)
+    first.extra = [queue_item(item) for item in card.items[1:]]
+    return first
+
+
+def author_notice(card: SuggestionDecided) -> Reply:
+    """What the author of a decided suggestion is told by direct message."""
+    return Reply(content=safe(wording.decided_author(card)))
 
 
 def render(card: object) -> Reply:
@@ -202,6 +297,17 @@ def render(card: object) -> Reply:
             return Reply(embed=embed(safe(wording.config_title(card)), "\n".join(lines), colour))
         case Notice():
             return Reply(content=safe(card.text))
+        case SuggestionRefused():
+            return Reply(content=safe("\n".join(wording.suggestion_refused(card.problems))))
+        case SuggestionDraft():
+            lines = [wording.suggestion_draft(card), *wording.choice_lines(card.choices)]
+            return Reply(content=safe("\n".join(lines)), view=continue_view(card.custom_id))
+        case SuggestionReceived():
+            return Reply(content=safe(wording.suggestion_received(card)))
+        case SuggestionQueue():
+            return queue(card)
+        case SuggestionDecided():
+            return Reply(content=safe(wording.decided_admin(card)))
         case Problem():
             return Reply(content=safe(wording.problem(card)))
         case DemoAccepted():

@@ -1,6 +1,8 @@
-"""The persistent answer button. Its custom_id is the seam's codec (`sb1:a:<round>:<choice>`),
-so a click on yesterday's message works after a restart: discord.py routes it by this one
-broad template, and the engine decodes it strictly (a tampered id gets a clear answer)."""
+"""The persistent buttons. Their custom_ids are the seam's codecs (an answer `sb1:a:<round>:<choice>`,
+the suggestion form's continue `sb1:sg:<draft>`, a queue decision `sb1:sq:<n>:<action>`), so a
+click on yesterday's message works after a restart: discord.py routes every one by this one
+broad template to `DiscordApp.click`, and the engine decodes it strictly (a tampered id gets a
+clear answer)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import discord
 TEMPLATE = r"sb1:.{1,96}"
 
 
-class AnswerHandler(Protocol):
-    async def answer_click(self, interaction: discord.Interaction[Any], custom_id: str) -> None: ...
+class ClickHandler(Protocol):
+    async def click(self, interaction: discord.Interaction[Any], custom_id: str) -> None: ...
 
 
 class AnswerButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TEMPLATE):
@@ -33,6 +35,6 @@ class AnswerButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TEMP
         return cls(match.group(0))
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        handler: AnswerHandler | None = getattr(interaction.client, "study", None)
+        handler: ClickHandler | None = getattr(interaction.client, "study", None)
         if handler is not None:
-            await handler.answer_click(interaction, self.item.custom_id or "")
+            await handler.click(interaction, self.item.custom_id or "")
