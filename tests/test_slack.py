@@ -1019,6 +1019,14 @@ async def test_typed_decision_tells_the_author_too(slack: Slack) -> None:
     dm = (await slack.fake.wait_for("chat.postMessage", 1, channel="U1"))[-1].params
     assert "was not accepted" in block_text(dm)
 
+    # an author Slack will not deliver to: the decision stands, the admin is told
+    card = slack.engine.suggest(author, ChannelRef("slack", "T1", "C1"), good_form())
+    slack.fake.fail("chat.postMessage", "user_not_found")
+    await slack.command(CONFIG_COMMAND, f"approve {card.suggestion_id}", user="UALLOWED")  # type: ignore[union-attr]
+    replies = [block_text(c.params) for c in await slack.fake.wait_for("response_url", 3)]
+    assert "approved" in replies[-2] and "could not be told" in replies[-1]
+    assert slack.engine.suggestion_queue(CommunityRef("slack", "T1")).waiting == 0
+
 
 # ------------------------------------------------------------------- manifest
 

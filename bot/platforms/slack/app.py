@@ -371,7 +371,11 @@ class SlackBot:
                 await respond(text=wording.daily_opened(card), response_type="ephemeral")
                 return
             if isinstance(card, SuggestionDecided):  # approve|note|reject N typed
-                await self._tell_author(client, card)
+                message = render.render(card)
+                await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
+                if not await self._tell_author(client, card):
+                    await respond(text=wording.AUTHOR_DMS_CLOSED, response_type="ephemeral")
+                return
         else:  # /studybot-help
             message = render.help_message(CONFIG_COMMAND)
             await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
@@ -414,8 +418,8 @@ class SlackBot:
         card = await self.runtime.call(self.engine.decide_button, CommunityRef(PLATFORM, user.community_id), action_id)
         message = render.render(card)
         await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
-        if isinstance(card, SuggestionDecided):
-            await self._tell_author(client, card)
+        if isinstance(card, SuggestionDecided) and not await self._tell_author(client, card):
+            await respond(text=wording.AUTHOR_DMS_CLOSED, response_type="ephemeral", replace_original=False)
 
     @staticmethod
     def _direct(client: Any, user_id: str) -> Callable[[str], Awaitable[None]]:
@@ -426,15 +430,18 @@ class SlackBot:
 
         return send
 
-    async def _tell_author(self, client: Any, card: SuggestionDecided) -> None:
-        """The author hears the decision in their messages with the app (not retried: logged)."""
+    async def _tell_author(self, client: Any, card: SuggestionDecided) -> bool:
+        """The author hears the decision in their messages with the app (not retried: logged);
+        False when that failed, for the admin to know."""
         if card.author is None:
-            return
+            return True  # forgotten: nobody to tell
         message = render.author_notice(card)
         try:
             await client.chat_postMessage(channel=card.author.user_id, text=message.text, blocks=message.blocks)
         except SlackApiError as exc:
             log.info("telling the author of suggestion %s failed: %s", card.suggestion_id, exc.response.get("error"))
+            return False
+        return True
 
     async def _suggest_submit(
         self, ack: Any, body: dict[str, Any], context: Any, client: Any, view: dict[str, Any]
@@ -466,8 +473,8 @@ class SlackBot:
 
         async def work() -> None:
             card = await self._answer_view(ack, client, user.user_id, wording.NOTE_TITLE, decide())
-            if isinstance(card, SuggestionDecided):
-                await self._tell_author(client, card)
+            if isinstance(card, SuggestionDecided) and not await self._tell_author(client, card):
+                await self._direct(client, user.user_id)(wording.AUTHOR_DMS_CLOSED)
 
         await self._guard("note", work, self._direct(client, user.user_id))
 

@@ -279,6 +279,8 @@ def suggest_modal(channel_id: str) -> dict[str, Any]:
     bound what is sent. `private_metadata` keeps the channel the command was typed in."""
     labels = wording.SUGGEST_LABELS
     levels = labels["level"].partition(": ")[2].split(", ")  # "1 intro", "2 practitioner", "3 expert"
+    if [level.split()[0] for level in levels if level.split()] != ["1", "2", "3"]:
+        levels = ["1", "2", "3"]
     blocks = [
         _input("topic", labels["topic"], _select([_option(topic, topic) for topic in TOPICS])),
         _input("level", labels["level"], _select([_option(level.split()[0], level) for level in levels])),
