@@ -1008,6 +1008,12 @@ async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) 
     await slack.open_daily()
     daily = [c.params for c in slack.fake.of("chat.postMessage") if c.params["channel"] == "C1"][-1]
     assert PROMPT in block_text(daily)
+    # and its reveal names its author
+    slack.clock.advance(hours=13)
+    assert len(slack.engine.close_due()) == 1
+    assert await slack.runtime.deliver_now("slack") == 1
+    reveal = slack.fake.of("chat.postMessage")[-1].params
+    assert "Answer to #" in block_text(reveal) and "Question written by u1" in block_text(reveal)
 
 
 async def test_typed_decision_tells_the_author_too(slack: Slack) -> None:

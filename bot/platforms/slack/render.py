@@ -159,6 +159,8 @@ def reveal(card: RevealCard) -> SlackMessage:
         blocks.append(section(wording.trap_line(card.trap)))
     if card.refs:
         blocks.append(context(wording.refs_line(card.refs)))
+    if card.author:
+        blocks.append(context(wording.author_line(card.author)))
     blocks.append(context(wording.reveal_summary(card)))
     return _message(wording.reveal_title(card), blocks)
 
