@@ -334,7 +334,8 @@ def questions_analysis(
 ) -> None:
     """Item analysis of the answers given: share right, discrimination, pick rates and flags."""
     from bot.core.item_analysis import analyse, letter
-    from bot.store.item_stats import answer_rows, question_difficulty
+    from bot.core.rating import start_difficulty
+    from bot.store.item_stats import answer_rows, question_ratings
 
     settings = Settings()
     bank = _bank_or_exit(settings)
@@ -344,7 +345,8 @@ def questions_analysis(
         try:
             with database.read() as conn:
                 rows = answer_rows(conn, platform=platform, external_id=community)
-                ratings = question_difficulty(conn, bank.questions)
+                rated = question_ratings(conn)
+                ratings = {q.id: rated.get(q.id, start_difficulty(q.difficulty)) for q in bank.questions}
         finally:
             database.dispose()
     except StudyBotError as exc:

@@ -82,6 +82,7 @@ class Settings(BaseSettings):
         if self.discord_shard_ids:
             return tuple(int(p) for p in self.discord_shard_ids.split(","))
         return tuple(range(self.discord_shard_count)) if self.discord_shard_count else ()
+
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_APP_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET"))

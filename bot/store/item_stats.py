@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from sqlalchemy import Connection, Table, select
 
-from bot.core.bank import Question
-from bot.core.rating import start_difficulty
 from bot.core.records import AnswerRow
 from bot.store.tables import Answer, Community, QuestionRating, Round
 
@@ -58,9 +54,8 @@ def answer_rows(
     ]
 
 
-def question_difficulty(conn: Connection, questions: Sequence[Question]) -> dict[str, float]:
-    """Each question's one difficulty number (bot/core/rating.py): its rating from the answers,
-    or where nobody has answered it, its level's starting value."""
+def question_ratings(conn: Connection) -> dict[str, float]:
+    """The rating each answered question has earned (bot/core/rating.py); the core gives an
+    unanswered one its level's starting value."""
     table: Table = QuestionRating.__table__  # type: ignore[attr-defined]
-    rated = {row.question_id: float(row.rating) for row in conn.execute(select(table.c.question_id, table.c.rating))}
-    return {q.id: rated.get(q.id, start_difficulty(q.difficulty)) for q in questions}
+    return {row.question_id: float(row.rating) for row in conn.execute(select(table.c.question_id, table.c.rating))}
