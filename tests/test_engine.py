@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from bot.core import choices as codec
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine, parse_choice
 from bot.core.errors import InvalidInput, NotFound
@@ -15,6 +16,7 @@ from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
     AnswerFeedback,
+    AnswerWithHome,
     ChannelRef,
     CommunityRef,
     ConfirmForget,
@@ -103,6 +105,29 @@ def test_first_answer_is_final(engine: StudyEngine, test_bank: Bank) -> None:
     second = engine.answer(ann, card.round_id, right(test_bank, card))
     assert second == AlreadyAnswered(round_id=card.round_id, chosen=first.chosen)
     assert engine.score(ann).total_points == 0
+
+
+def test_answer_with_home_brings_the_home_of_a_scored_answer_only(
+    engine: StudyEngine, test_bank: Bank, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    card = open_round(engine)
+    button = codec.encode_answer(card.round_id, right(test_bank, card))
+    first = engine.answer_with_home(user("Ann"), button)
+    assert isinstance(first, AnswerWithHome) and isinstance(first.feedback, AnswerFeedback)
+    assert first.home is not None and first.home.score.total_points == first.feedback.points > 0
+    assert [row.user for row in first.home.board.rows] == ["Ann"]
+    again = engine.answer_with_home(user("Ann"), button)
+    assert again == AnswerWithHome(AlreadyAnswered(round_id=card.round_id, chosen=first.feedback.chosen), None)
+
+    def broken(_: UserRef) -> None:
+        raise RuntimeError("the board could not be read")
+
+    monkeypatch.setattr(engine, "home", broken)
+    kept = engine.answer_with_home(user("Bob"), button)  # the answer stands; only the Home is missing
+    assert isinstance(kept, AnswerWithHome) and isinstance(kept.feedback, AnswerFeedback) and kept.home is None
+    assert engine.score(user("Bob")).daily.answered == 1
+    with pytest.raises(InvalidInput):
+        engine.answer_with_home(user("Cy"))
 
 
 def test_feedback_names_the_right_choice_the_why_of_the_pick_and_the_trap(engine: StudyEngine, test_bank: Bank) -> None:

@@ -234,8 +234,11 @@ async def test_daily_round_clicks_scored_once_and_reveal_updates_question(slack:
     assert slack.engine.score(UserRef("slack", "TOTHER", "U3", "u3")).daily.answered == 0
     rows = slack.engine.export_rows(CommunityRef("slack", "T1"))
     assert sorted(r["user_id"] for r in rows) == ["U1", "U2", "U3"]
-    # one engine call per click: App Home is published when it is opened, not after an answer
-    assert slack.fake.of("views.publish") == []
+    # each member's Home after their first answer (the click's one engine call brings it), once for U1
+    homes = await slack.fake.wait_for("views.publish", 3)
+    await asyncio.sleep(0.3)
+    assert sorted(c.params["user_id"] for c in slack.fake.of("views.publish")) == ["U1", "U2", "U3"]
+    assert len(homes) == 3
 
     # the window closes: the question is edited in place (no buttons, counts), the reveal threads under it
     slack.clock.advance(hours=13)
@@ -381,7 +384,7 @@ async def test_one_workspace_ignores_requests_from_other_workspaces(slack: Slack
     await asyncio.sleep(0.3)
     assert [c.params["user"] for c in slack.fake.of("chat.postEphemeral")] == ["UX"]
     assert len(slack.fake.of("response_url")) == 1
-    assert slack.fake.of("views.publish") == []
+    assert [c.params["user_id"] for c in slack.fake.of("views.publish")] == ["UX"]  # its Home after its answer
     assert [r["user_id"] for r in slack.engine.export_rows(CommunityRef("slack", "T1"))] == ["UX"]
     assert slack.engine.communities() == slack.engine.communities()  # nothing for T2 was created
     assert [ref.community_id for ref, _ in slack.engine.communities()] == ["T1"]
@@ -544,9 +547,10 @@ async def test_app_home_published_with_a_review_button(slack: Slack) -> None:
     wrong = codec.encode_answer(round_id, answer_index(slack.engine, round_id, False))
     await slack.click(click_payload(wrong, "U8", "T1", "C1", ts, slack.fake.response_url()))
     await slack.fake.wait_for("chat.postEphemeral", 1)
+    assert "Reviews due: 0" in block_text((await slack.fake.wait_for("views.publish", 1))[0].params["view"])
     slack.clock.advance(days=2)  # the missed question's review falls due
     await slack.event({"type": "app_home_opened", "user": "U8", "channel": "D8", "tab": "home"}, "EvH")
-    view = (await slack.fake.wait_for("views.publish", 1))[-1].params
+    view = (await slack.fake.wait_for("views.publish", 2))[-1].params
     assert view["user_id"] == "U8"
     text = block_text(view["view"])
     assert "Reviews due: 1" in text and "Leaderboard for" in text
@@ -554,6 +558,42 @@ async def test_app_home_published_with_a_review_button(slack: Slack) -> None:
     await slack.click(click_payload("sb1:home:review", "U8", "T1", "D8", "1.1", slack.fake.response_url()))
     dm = (await slack.fake.wait_for("chat.postMessage", 1, channel="U8"))[-1].params
     assert "Review #" in block_text(dm) and action_ids(dm)
+
+
+def home_text(call: Any) -> str:
+    view = call.params["view"]
+    return block_text(json.loads(view) if isinstance(view, str) else view)
+
+
+async def test_app_home_published_after_each_answer_once_and_after_the_feedback(slack: Slack) -> None:
+    round_id, ts = await slack.open_daily()
+    right = codec.encode_answer(round_id, answer_index(slack.engine, round_id, True))
+    url = slack.fake.response_url("home")
+    await slack.click(click_payload(right, "U1", "T1", "C1", ts, url))
+    home = (await slack.fake.wait_for("views.publish", 1, user_id="U1"))[0]
+    points = slack.engine.score(UserRef("slack", "T1", "U1", "u1")).total_points
+    assert points > 0 and f"{points} all time" in home_text(home)  # the new score
+    methods = [c.method for c in slack.fake.calls]
+    assert methods.index("chat.postEphemeral") < methods.index("views.publish")  # the feedback first
+    # a repeat click: its feedback, no second score and no second Home
+    await slack.click(click_payload(right, "U1", "T1", "C1", ts, url))
+    again = await slack.fake.wait_for("chat.postEphemeral", 2, user="U1")
+    assert "already answered" in block_text(again[1].params)
+    await asyncio.sleep(0.3)
+    assert len(slack.fake.of("views.publish")) == 1
+    assert slack.engine.score(UserRef("slack", "T1", "U1", "u1")).total_points == points
+    # a Home that Slack refuses loses nothing: the feedback came and the answer counts
+    slack.fake.fail("views.publish", "internal_error", status=500)
+    await slack.click(click_payload(right, "U2", "T1", "C1", ts, url))
+    assert "Correct!" in block_text((await slack.fake.wait_for("chat.postEphemeral", 1, user="U2"))[0].params)
+    await slack.fake.wait_for("views.publish", 1, user_id="U2")
+    assert slack.engine.score(UserRef("slack", "T1", "U2", "u2")).daily.answered == 1
+    # a reply in the round's thread refreshes the replier's Home too
+    letter = "abcde"[answer_index(slack.engine, round_id, True)]
+    await slack.event(thread_reply("U5", letter, "1700000500.000001", ts), "EvHome")
+    await slack.fake.wait_for("chat.postEphemeral", 1, user="U5")
+    reply_home = (await slack.fake.wait_for("views.publish", 1, user_id="U5"))[0]
+    assert "Leaderboard for" in home_text(reply_home)
 
 
 # ----------------------------------------------------------------------- demo
@@ -760,9 +800,9 @@ async def test_socket_mode_same_flow(sqlite_url: str, test_bank: Bank, clock: Fa
         retried = await fake.push("events_api", event, retry_attempt=1)
         await fake.wait_ack(first)
         await fake.wait_ack(retried)
-        await fake.wait_for("views.publish", 1)  # for the home tab (an answer publishes none)
+        await fake.wait_for("views.publish", 2)  # after the first answer (not the repeat), and for the home tab
         await asyncio.sleep(0.3)
-        assert len(fake.of("views.publish")) == 1  # the retry was not handled twice
+        assert len(fake.of("views.publish")) == 2  # the retry was not handled twice
         assert len(engine.export_rows(CommunityRef("slack", "T1"))) == 1
     finally:
         await bot.close()

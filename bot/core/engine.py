@@ -29,6 +29,7 @@ from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
     AnswerFeedback,
+    AnswerWithHome,
     BankPage,
     ChannelRef,
     ChoiceReveal,
@@ -437,6 +438,38 @@ class StudyEngine(PracticeMixin):
                     log.info("%s event %s again: already handled", user.platform, event_id)
                     return None
         return self.answer(user, row.id, choice)
+
+    def answer_with_home(
+        self,
+        user: UserRef,
+        custom_id: str | None = None,
+        *,
+        thread: str | None = None,
+        text: str = "",
+        event_id: str | None = None,
+    ) -> AnswerWithHome | None:
+        """An answer and the member's refreshed Home in one call (Slack's App Home after each
+        answer, one engine call per event): a button's `custom_id` (as `answer_button`), or,
+        with `thread`, `text` replied in that question post's thread (as `answer_reply`; None
+        when it is not an answer). The HomeCard comes only with a scored first answer; reading
+        it happens after the answer is committed, so a failure there is logged and the
+        feedback still comes back (with no Home)."""
+        if thread is not None:
+            feedback = self.answer_reply(user, thread, text, event_id)
+        elif custom_id is not None:
+            feedback = self.answer_button(user, custom_id)
+        else:
+            raise InvalidInput("That is neither an answer button nor a reply in a question's thread.")
+        if feedback is None:
+            return None
+        if not isinstance(feedback, AnswerFeedback):
+            return AnswerWithHome(feedback, None)
+        try:
+            home: HomeCard | None = self.home(user)
+        except Exception:
+            log.exception("the Home of %s after answering round %s", user.user_id, feedback.round_id)
+            home = None
+        return AnswerWithHome(feedback, home)
 
     # -------------------------------------------------------------- close/reveal
 

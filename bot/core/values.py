@@ -283,6 +283,16 @@ class HomeCard:
     board: LeaderboardCard
 
 
+@dataclass(frozen=True)
+class AnswerWithHome:
+    """An answer's feedback and, when it was scored (a first answer), the member's HomeCard
+    as it is after it (Slack publishes it after the feedback); None for a repeat, a closed
+    round or a Home that could not be read."""
+
+    feedback: AnswerFeedback | AlreadyAnswered | RoundClosed
+    home: HomeCard | None
+
+
 Posted = QuestionCard | RevealCard | LeaderboardCard | DemoResultCard | DemoFailedCard
 
 

@@ -331,6 +331,12 @@ FEEDBACK_DMS_CLOSED = (
     "Your answer is recorded. I could not send you the feedback privately because your direct messages "
     "are closed; the buttons on the question answer privately."
 )
+# An interaction's answer Discord refused: said privately where the member still waits.
+ANSWER_FORBIDDEN = (
+    "I could not show my answer here: the bot may not post in this channel. An admin can give it "
+    "View Channels, Send Messages, Embed Links and Attach Files here."
+)
+ANSWER_FAILED = "Discord did not take my answer just now; please try again in a moment."
 
 
 def closes_line(when: str) -> str:
@@ -345,8 +351,8 @@ def describe_any(card: Any) -> str:
 
 # ------------------------------------------------- members' questions, levels
 
-# Discord's and Slack's /suggest (a modal) and the queue's buttons use these once they are built;
-# /help lists /suggest from then on (COMMAND_HELP, COMMANDS).
+# Discord's and Slack's /suggest (modals) and the admins' queue buttons use these; /help lists
+# /suggest (COMMAND_HELP, COMMANDS).
 SUGGEST_BUTTONS = {"approve": "Approve", "note": "Send back with a note", "reject": "Reject"}
 SUGGEST_CONTINUE = "Continue: explain each choice"
 SUGGEST_TITLE = "Suggest a question"

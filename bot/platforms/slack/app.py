@@ -5,7 +5,9 @@ Thin by rule: each listener acks at once, then makes one `runtime.call(engine.me
 and lays the card out with `render`; a modal's submit (/suggest, the queue's note) is acked
 with the engine's answer (a refused field under its input), within ACK_WITHIN. App Home is
 published when the member opens it (app_home_opened, which Slack sends every time the tab is
-opened), not after each answer, so an answer stays one engine call. With a bot token (one
+opened) and after each of their scored answers: `engine.answer_with_home` returns the feedback
+and the member's Home together, so an answer stays one engine call; Home is published after
+the feedback is sent, and a failed publish is only logged. With a bot token (one
 workspace), requests from any other workspace are ignored. Listeners catch their own
 exceptions (a listener that raises after its ack makes Bolt drop the ack). The community is
 the workspace the event belongs to (Bolt's context team id, or the enterprise id for an
@@ -38,12 +40,14 @@ from bot.core import wording
 from bot.core.errors import SendFailed
 from bot.core.practice import QUEUE_PREFIX, decode_decision
 from bot.core.values import (
+    AnswerWithHome,
     ChannelRef,
     CommunityRef,
     DemoFailedCard,
     DemoProgressCard,
     DemoQueued,
     DemoResultCard,
+    HomeCard,
     LeaderboardCard,
     Notice,
     Posted,
@@ -526,7 +530,10 @@ class SlackBot:
             return
         who = body.get("user") or {}
         user = self._user(context, str(who.get("id", "")), who.get("name") or who.get("username"))
-        card = await self.runtime.call(self.engine.answer_button, user, str(actions[0].get("action_id", "")))
+        answered = await self.runtime.call(self.engine.answer_with_home, user, str(actions[0].get("action_id", "")))
+        if answered is None:  # only a thread reply can be no answer
+            return
+        card = answered.feedback if isinstance(answered, AnswerWithHome) else answered
         channel_id = str((body.get("channel") or {}).get("id") or "")
         container = body.get("container") or {}
         message = render.render(card)
@@ -542,6 +549,8 @@ class SlackBot:
                 )
         else:
             await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
+        if isinstance(answered, AnswerWithHome) and answered.home is not None:
+            await self._refresh_home(client, user.user_id, answered.home)
 
     async def _home_review(self, ack: Any, body: dict[str, Any], context: Any, client: Any) -> None:
         await ack()
@@ -577,9 +586,12 @@ class SlackBot:
         question_ref = f"{channel_id}:{event['thread_ts']}"
         event_id = str(body["event_id"]) if body.get("event_id") else None
         text = str(event.get("text") or "")
-        card = await self.runtime.call(self.engine.answer_reply, user, question_ref, text, event_id)
-        if card is None:
+        answered = await self.runtime.call(
+            self.engine.answer_with_home, user, thread=question_ref, text=text, event_id=event_id
+        )
+        if answered is None:
             return
+        card = answered.feedback if isinstance(answered, AnswerWithHome) else answered
         message = render.render(card)
         await client.chat_postEphemeral(
             channel=channel_id,
@@ -588,6 +600,8 @@ class SlackBot:
             text=message.text,
             blocks=message.blocks,
         )
+        if isinstance(answered, AnswerWithHome) and answered.home is not None:
+            await self._refresh_home(client, user_id, answered.home)
 
     async def _home_opened(
         self, ack: Any, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any
@@ -599,12 +613,20 @@ class SlackBot:
         await self._guard("app home", lambda: self._publish_home(client, user))
 
     async def _publish_home(self, client: Any, user: UserRef) -> None:
-        """Publish the member's App Home: on app_home_opened only (one engine call per event)."""
+        """Publish the member's App Home when they open it (one engine call)."""
         card = await self.runtime.call(self.engine.home, user)
         if isinstance(card, Problem):
             log.info("no App Home for %s: %s", user.user_id, card.text)
             return
         await client.views_publish(user_id=user.user_id, view=render.home(card))
+
+    async def _refresh_home(self, client: Any, user_id: str, card: HomeCard) -> None:
+        """The Home an answer came back with, published after its feedback was sent: a failure
+        is logged, the feedback is already with the member and the next opening publishes it."""
+        try:
+            await client.views_publish(user_id=user_id, view=render.home(card))
+        except Exception as exc:
+            log.info("publishing the App Home of %s after an answer failed: %s", user_id, exc)
 
     async def _uninstalled(self, ack: Any, body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
         await ack()
