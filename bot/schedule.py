@@ -256,9 +256,16 @@ class StudyScheduler:
             )
 
     def shutdown(self) -> None:
-        if self._aps is not None:
-            self._aps.shutdown(wait=False)
-            self._aps = None
+        """Stop firing jobs. APScheduler's own shutdown marks the scheduler stopped before it
+        waits for the job stores, so a date job it is handing out at that moment is then looked
+        for among the pending jobs and not found (JobLookupError in its thread). Pausing first
+        and clearing the jobs under its lock lets that hand-out finish while still running."""
+        aps, self._aps = self._aps, None
+        if aps is None:
+            return
+        aps.pause()
+        aps.remove_all_jobs()  # waits for a hand-out in progress (the job stores' lock)
+        aps.shutdown(wait=False)
 
     def rebuild(self, only: CommunityRef | None = None) -> list[Posted]:
         """After a /config change: run what the new settings make due now, then re-arm."""
@@ -302,32 +309,45 @@ class StudyScheduler:
             return
         previous = self._armed.get(ref)
         self._armed[ref] = runs
-        if self._aps is None:
+        aps = self._aps  # None once shut down, maybe while a job re-arms
+        if aps is None:
             return
         for kind in JOB_KINDS:
             moment = runs.of(kind)
             job_id = job_name(kind, ref)
             if moment is None:
-                if self._aps.get_job(job_id) is not None:
-                    self._aps.remove_job(job_id)
-            elif previous is None or previous.of(kind) != moment or self._aps.get_job(job_id) is None:
+                remove_job(aps, job_id)
+            elif previous is None or previous.of(kind) != moment or aps.get_job(job_id) is None:
                 run_date = max(moment, self.now() + RETRY) if moment <= self.now() else moment
-                self._aps.add_job(
+                aps.add_job(
                     self._wake, "date", run_date=run_date, args=[ref], id=job_id, name=job_id, replace_existing=True
                 )
                 log.debug("armed %s at %s", job_id, moment)
 
     def _disarm(self, ref: CommunityRef) -> None:
         self._armed.pop(ref, None)
-        for kind in JOB_KINDS:
-            if self._aps is not None and self._aps.get_job(job_name(kind, ref)) is not None:
-                self._aps.remove_job(job_name(kind, ref))
+        aps = self._aps
+        if aps is not None:
+            for kind in JOB_KINDS:
+                remove_job(aps, job_name(kind, ref))
 
     def armed_jobs(self) -> dict[str, datetime]:
         """APScheduler's jobs and their next run times (for tests and logs)."""
         if self._aps is None:
             return {}
         return {job.id: job.next_run_time for job in self._aps.get_jobs() if job.next_run_time is not None}
+
+
+def remove_job(aps: Any, job_id: str) -> None:
+    """Remove an APScheduler job that may be gone already: a date job is removed by APScheduler's
+    thread once handed out (it may be the very job now re-arming itself from `_wake`), which can
+    happen between a look-up and the removal, and a stopped scheduler finds none."""
+    from apscheduler.jobstores.base import JobLookupError  # type: ignore[import-untyped]
+
+    try:
+        aps.remove_job(job_id)
+    except JobLookupError:
+        log.debug("no job %s to remove (never armed, or gone already)", job_id)
 
 
 def job_name(kind: JobKind, ref: CommunityRef) -> str:

@@ -35,6 +35,7 @@ from bot.core.values import (
     UserRef,
 )
 from bot.jobs import DemoJobRunner, LocalBackend
+from bot.platforms.discord import app as app_module
 from bot.platforms.discord import build_bot, render
 from bot.platforms.discord.app import ShardedStudyBot, StudyBot, guild_shard, send_failure
 from bot.platforms.runtime import Runtime
@@ -651,6 +652,149 @@ async def test_tampered_button_and_unknown_round_get_one_private_sentence(world:
         assert first["embeds"][0]["title"].startswith(("Correct!", "Not quite"))
         with running.engine.store.read() as tx:
             assert sum(tx.choice_counts(round_id).values()) == 1
+    finally:
+        await running.stop()
+    assert fake.violations == []
+
+
+def answers_in(running: Running, round_id: int) -> int:
+    with running.engine.store.read() as tx:
+        return sum(tx.choice_counts(round_id).values())
+
+
+CALLBACK = r"/interactions/\d+/[^/]+/callback"
+
+
+async def test_interactions_from_a_guild_never_seen_are_answered(world: World) -> None:
+    """A guild whose GUILD_CREATE never came (joined while down, a lost event): an interaction
+    from it means the bot is there, so it is answered as anywhere; its community is made on
+    first use, and its round's buttons score once."""
+    running = await world.start()
+    fake = world.fake
+    try:
+        new = fake.add_guild("Never seen")  # after READY: no GUILD_CREATE reaches the bot
+        gid, cid = new["id"], new["channels"][0]
+        assert running.bot.get_guild(int(gid)) is None
+
+        async def slash(name: str, who: dict[str, Any], admin: bool = False, **options: Any) -> dict[str, Any]:
+            typed = [{"name": k, "type": option_type(v), "value": v} for k, v in options.items()]
+            return await fake.answered(await fake.slash(name, who, gid, cid, typed, admin=admin))
+
+        score = await slash("score", ALICE)
+        assert score["flags"] & EPHEMERAL and "0 all time" in text_of(score)
+        assert "Manage Server" in (await slash("config", BOB, setting="channel"))["content"]
+        await slash("config", ADMIN, admin=True, setting="channel")
+        assert "is open" in text_of(await slash("config", ADMIN, admin=True, setting="post-now"))
+        post = await fake.wait_for(lambda: next(iter(fake.posts(cid)), None))
+        assert post["guild_id"] == gid
+        ids = [b["custom_id"] for b in buttons(post)]
+        round_id = codec.decode_answer(ids[0])[0]  # type: ignore[index]
+        first = await fake.answered(await fake.click(post["id"], ids[0], ALICE))
+        assert first["flags"] & EPHEMERAL and first["embeds"][0]["title"].startswith(("Correct!", "Not quite"))
+        again = await fake.answered(await fake.click(post["id"], ids[1], ALICE))
+        assert "already answered" in again["content"]
+        assert answers_in(running, round_id) == 1
+        assert CommunityRef("discord", gid) in {ref for ref, _ in running.engine.communities()}
+    finally:
+        await running.stop()
+    assert fake.violations == []
+    assert all(len(i.responses) == 1 for i in fake.interactions.values())
+
+
+async def test_missing_permissions_while_a_member_waits(
+    world: World, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discord answers 403 Missing Permissions (50013): the answer stands once, the member is told
+    privately where an interaction is open, a log line says what failed."""
+    running = await world.start()
+    fake = world.fake
+    try:
+        post = await open_round(world, running)
+        ids = [b["custom_id"] for b in buttons(post)]
+        round_id = codec.decode_answer(ids[0])[0]  # type: ignore[index]
+
+        # a click whose answer Discord refuses: told privately, scored once
+        fake.refuse("POST", CALLBACK)
+        click = await fake.click(post["id"], ids[0], ALICE)
+        told = await fake.answered(click)
+        assert told["content"] == wording.ANSWER_FORBIDDEN and told["flags"] & EPHEMERAL
+        assert [c.status for c in fake.requests("POST", rf"/interactions/{click.id}/[^/]+/callback")] == [403, 200]
+        again = await fake.answered(await fake.click(post["id"], ids[1], ALICE))
+        assert "already answered" in again["content"]
+        assert answers_in(running, round_id) == 1
+
+        # deferred (a slow call), then the edit refused: a private follow-up
+        monkeypatch.setattr(app_module, "ACK_WITHIN_S", 0.0)
+        fake.refuse("PATCH", rf"/webhooks/{fake.app_id}/[^/]+/messages/@original")
+        slow = await fake.click(post["id"], ids[0], BOB)
+        [followup] = await fake.wait_for(lambda: slow.followups)
+        assert followup["content"] == wording.ANSWER_FORBIDDEN and followup["flags"] & EPHEMERAL
+        assert [r["type"] for r in slow.responses] == [5]
+        monkeypatch.setattr(app_module, "ACK_WITHIN_S", 2.0)
+        assert answers_in(running, round_id) == 2
+
+        # a text reply: direct messages closed and the channel forbidden; nobody waits on an
+        # interaction, so the log says it, and the answer counts once
+        fake.closed_dms.add(CAROL["id"])
+        fake.forbidden_channels.add(world.channel)
+        letter = "abcde"[right_choice(running.engine, round_id)]
+        for _ in range(2):
+            await fake.say(world.guild, world.channel, CAROL, f"<@{fake.app_id}> {letter}", reply_to=post["id"])
+        refused = await fake.wait_for(
+            lambda: (r := fake.requests("POST", rf"/channels/{world.channel}/messages")[1:]) and len(r) == 2 and r
+        )
+        assert {c.status for c in refused} == {403}
+        assert answers_in(running, round_id) == 3
+        assert any("answering message" in r.getMessage() and "50013" in r.getMessage() for r in caplog.records)
+        late = await fake.answered(await fake.click(post["id"], ids[0], CAROL))
+        assert "already answered" in late["content"]
+        assert answers_in(running, round_id) == 3
+
+        # /demo: the queued message may not be posted; the member is told, the job stays queued
+        fake.forbidden_channels.discard(world.channel)
+        checkpoint = [{"name": "checkpoint", "type": 1, "options": [{"name": "layers", "type": 4, "value": 2}]}]
+        fake.refuse("POST", CALLBACK)
+        demo = await fake.slash("demo", ALICE, world.guild, world.channel, checkpoint)
+        shown = await fake.answered(demo)
+        assert shown["content"] == wording.ANSWER_FORBIDDEN and shown["flags"] & EPHEMERAL
+        assert not fake.requests("GET", rf"/webhooks/{fake.app_id}/{demo.token}/messages/@original")
+        refused_demo = await fake.answered(await fake.slash("demo", ALICE, world.guild, world.channel, checkpoint))
+        assert "one per member every" in refused_demo["content"]  # the first one was queued
+        assert any("answering interaction" in r.getMessage() and "50013" in r.getMessage() for r in caplog.records)
+    finally:
+        await running.stop()
+    assert fake.violations == []
+
+
+async def test_deleted_channel_for_an_interaction_follow_up(
+    world: World, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The channel goes while the answer is computed: the deferred answer's edit gets 404 Unknown
+    Channel (10003); nobody is left to tell, the log says it, the answer counts once."""
+    running = await world.start()
+    fake = world.fake
+    try:
+        post = await open_round(world, running)
+        ids = [b["custom_id"] for b in buttons(post)]
+        round_id = codec.decode_answer(ids[0])[0]  # type: ignore[index]
+        monkeypatch.setattr(app_module, "ACK_WITHIN_S", 0.0)
+        fake.unknown_channels.add(world.channel)
+        click = await fake.click(post["id"], ids[0], ALICE)
+        edit = rf"/webhooks/{fake.app_id}/{click.token}/messages/@original"
+        [refused] = await fake.wait_for(lambda: fake.requests("PATCH", edit))
+        assert refused.status == 404
+        await fake.wait_for(
+            lambda: any("answering interaction" in r.getMessage() and "10003" in r.getMessage() for r in caplog.records)
+        )
+        await asyncio.sleep(0.1)
+        assert [r["type"] for r in click.responses] == [5] and not click.followups
+        assert not fake.requests("POST", rf"/webhooks/{fake.app_id}/{click.token}")
+        assert answers_in(running, round_id) == 1
+
+        monkeypatch.setattr(app_module, "ACK_WITHIN_S", 2.0)
+        again = await fake.answered(await fake.click(post["id"], ids[1], ALICE))  # the bot is still up
+        assert "already answered" in again["content"]
+        assert answers_in(running, round_id) == 1
     finally:
         await running.stop()
     assert fake.violations == []

@@ -627,3 +627,95 @@ def test_a_job_that_failed_is_retried_by_the_refresh(
     assert [(at, card.late) for at, card in wall.questions()] == [(utc(2026, 11, 24, 9, 1), False)]
     scheduler.refresh()
     assert len(wall.posts) == 1
+
+
+# ----------------------------------------------- APScheduler's own thread, racing
+
+
+def test_a_job_apscheduler_removed_already_is_not_removed_again(
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """APScheduler's thread removes a date job once it has handed it out; the job itself (its
+    `_wake`) or a /config rebuild may look for it at that moment. Whatever the order, the
+    removal is not tried on a job that is gone (JobLookupError) and the re-arm completes."""
+    clock.set(utc(2026, 11, 24, 9, 0))
+    ref = setup_community(engine, "club", "UTC")
+    scheduler.start(paused=True)  # the catch-up opens today's round: its reveal is armed
+    try:
+        aps = scheduler._aps
+        reveal = job_name("reveal", ref)
+        assert reveal in scheduler.armed_jobs()
+        looked_up = aps.get_job
+
+        def handed_out_meanwhile(job_id: str, jobstore: str | None = None) -> object:
+            job = looked_up(job_id, jobstore)
+            if job is not None and job_id == reveal:
+                aps.remove_job(job_id)  # APScheduler's thread, between this look-up and a removal
+            return job
+
+        monkeypatch.setattr(aps, "get_job", handed_out_meanwhile)
+        clock.set(utc(2026, 11, 24, 21, 0))  # the window has ended: the reveal job runs
+        scheduler._wake(ref)
+        assert len(wall.reveals()) == 1
+        jobs = scheduler.armed_jobs()
+        assert reveal not in jobs and jobs[job_name("daily", ref)] == utc(2026, 11, 25, 9, 0)
+
+        clock.set(utc(2026, 11, 25, 9, 0))  # the next round, its reveal armed again...
+        scheduler._wake(ref)
+        assert reveal in scheduler.armed_jobs()
+        monkeypatch.setattr(aps, "get_job", looked_up)
+        aps.remove_job(reveal)  # ...and handed out (so removed) before its run re-arms
+        clock.set(utc(2026, 11, 25, 21, 0))
+        scheduler._wake(ref)
+        assert len(wall.reveals()) == 2 and reveal not in scheduler.armed_jobs()
+        engine.config(ref, "paused", "on")
+        scheduler.rebuild(ref)  # a job never armed (the daily one, once paused): nothing to remove
+        scheduler.rebuild(ref)
+        assert job_name("daily", ref) not in scheduler.armed_jobs()
+    finally:
+        scheduler.shutdown()
+
+
+def test_shutdown_while_apscheduler_hands_out_a_due_job(
+    scheduler: StudyScheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """APScheduler's shutdown marks itself stopped before it takes the job stores' lock; a date
+    job it was handing out under that lock was then looked for among the pending jobs only,
+    and its thread died of JobLookupError. The scheduler's shutdown pauses first and waits."""
+    from apscheduler.schedulers.base import STATE_RUNNING  # type: ignore[import-untyped]
+
+    errors: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    scheduler.start(paused=True)  # no community: only the refresh job
+    aps = scheduler._aps
+    store = aps._jobstores["default"]
+    entered, release = threading.Event(), threading.Event()
+    due_jobs = store.get_due_jobs
+
+    def held(now: datetime) -> list[object]:  # APScheduler holds the job stores' lock here
+        jobs = due_jobs(now)
+        if jobs:
+            entered.set()
+            release.wait(5)
+        return jobs
+
+    ran = threading.Event()
+    monkeypatch.setattr(store, "get_due_jobs", held)
+    aps.add_job(ran.set, "date", run_date=datetime.now(UTC), id="due")
+    aps.resume()
+    assert entered.wait(5)
+    stopping = threading.Thread(target=scheduler.shutdown)
+    stopping.start()
+    deadline = time.monotonic() + 5
+    while aps.state == STATE_RUNNING and time.monotonic() < deadline:  # shutdown has begun
+        time.sleep(0.005)
+    release.set()
+    stopping.join(5)
+    assert not stopping.is_alive()
+    assert ran.wait(5)  # the job handed out still ran
+    assert errors == []
+    assert scheduler.armed_jobs() == {}

@@ -331,6 +331,12 @@ FEEDBACK_DMS_CLOSED = (
     "Your answer is recorded. I could not send you the feedback privately because your direct messages "
     "are closed; the buttons on the question answer privately."
 )
+# An interaction's answer Discord refused: said privately where the member still waits.
+ANSWER_FORBIDDEN = (
+    "I could not show my answer here: the bot may not post in this channel. An admin can give it "
+    "View Channels, Send Messages, Embed Links and Attach Files here."
+)
+ANSWER_FAILED = "Discord did not take my answer just now; please try again in a moment."
 
 
 def closes_line(when: str) -> str:

@@ -5,7 +5,9 @@ assert on what reached it: 2,000 characters of content, 4,096 of an embed descri
 rows of 5 buttons, 80-character labels, 100-character custom ids, allowed_mentions that parse
 nothing, one initial response per interaction within 3 seconds, message content empty
 without the message-content intent (unless the bot is mentioned), 429s with retry_after
-when a test asks for them, unknown channels (10003) and closed DMs (50007), and modals as
+when a test asks for them, unknown channels (10003) and closed DMs (50007), refusals a test
+picks for chosen requests (403 50013 Missing Permissions, 404 10003 Unknown Channel: `refuse`),
+interaction follow-ups and edits in a deleted channel (404 10003), and modals as
 Discord checks them (at most 5 text inputs, 45-character title and labels, never the answer to
 a modal's own submit, whose values come back only for the inputs the modal had)."""
 
@@ -74,6 +76,19 @@ class Interaction:
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+@dataclass
+class Refusal:
+    """A 4xx answer (`code` in the body, as Discord sends it) for requests matching `method` and
+    `pattern`, `times` times (None: every time)."""
+
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    code: int
+    message: str
+    times: int | None = 1
+
+
 def user(uid: str, name: str, bot: bool = False) -> dict[str, Any]:
     return {"id": uid, "username": name, "global_name": name, "discriminator": "0", "avatar": None, "bot": bot}
 
@@ -92,6 +107,7 @@ class FakeDiscord:
         self.identifies: list[dict[str, Any]] = []
         self.rate_limits: list[tuple[str, re.Pattern[str], float]] = []
         self.failures: list[tuple[str, re.Pattern[str], int]] = []  # one 5xx each, when asked
+        self.refusals: list[Refusal] = []  # 4xx answers for chosen requests (`refuse`)
         self.recommended_shards = 1  # what /gateway/bot recommends
         self.token: str | None = None  # when set, REST calls with another bot token get 401
         self.app_flags = 0  # the application's flags (privileged intents turned on in the portal)
@@ -123,6 +139,22 @@ class FakeDiscord:
             self.channels[cid] = gid
         self.guilds[gid] = {"id": gid, "name": name, "channels": chans}
         return self.guilds[gid]
+
+    def refuse(
+        self,
+        method: str,
+        pattern: str,
+        status: int = 403,
+        code: int = 50013,
+        message: str = "Missing Permissions",
+        times: int | None = 1,
+    ) -> Refusal:
+        """Answer requests matching `method` and `pattern` (a regex over the path after /api/v10)
+        with `status` and Discord's error `code`: 403 50013 Missing Permissions by default, 404
+        10003 Unknown Channel for a deleted channel."""
+        refusal = Refusal(method, re.compile(pattern), status, code, message, times)
+        self.refusals.append(refusal)
+        return refusal
 
     async def start(self) -> FakeDiscord:
         app = web.Application(client_max_size=32 * 1024 * 1024)
@@ -589,6 +621,14 @@ class FakeDiscord:
                     429,
                     headers,
                 )
+        for refusal in list(self.refusals):
+            if refusal.method == request.method and refusal.pattern.fullmatch(path):
+                if refusal.times is not None:
+                    refusal.times -= 1
+                    if refusal.times <= 0:
+                        self.refusals.remove(refusal)
+                call.status = refusal.status
+                return self.error(refusal.status, refusal.code, refusal.message)
         for index, (method, pattern, status) in enumerate(self.failures):
             if method == request.method and pattern.fullmatch(path):
                 del self.failures[index]
@@ -768,6 +808,8 @@ class FakeDiscord:
         found = next((i for i in self.interactions.values() if i.token == token), None)
         if found is None or time.monotonic() - found.created > 15 * 60:
             return self.error(404, 10015, "Unknown Webhook")
+        if method != "GET" and found.payload["channel_id"] in self.unknown_channels:  # deleted since
+            return self.error(404, 10003, "Unknown Channel")
         if len(parts) == 5 and parts[4] == "@original":
             if found.original is None:
                 return self.error(404, 10008, "Unknown Message")

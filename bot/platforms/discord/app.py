@@ -208,17 +208,13 @@ class DiscordApp:
         its further messages as follow-ups). `ephemeral=None`: the card decides (a public card
         in the channel, a refusal privately). `again`: a refused form's answer carries the
         button that opens that form again."""
-        deferred = False
-        if defer:
-            await interaction.response.defer(ephemeral=ephemeral is not False, thinking=True)
-            deferred = True
+        deferred = defer and await self.defer(interaction, ephemeral)
         task = asyncio.ensure_future(self.runtime.call(call, *args))
         if not deferred:
             done, _ = await asyncio.wait({task}, timeout=ACK_WITHIN_S)
             if not done:
-                await interaction.response.defer(ephemeral=ephemeral is not False, thinking=True)
-                deferred = True
-        result = await task
+                deferred = await self.defer(interaction, ephemeral)
+        result = await task  # a failed defer still lets the call finish: what it does is never lost
         reply = layout.render(result)
         if again is not None and isinstance(result, SuggestionRefused):
             reply.view = layout.continue_view(again)
@@ -240,12 +236,47 @@ class DiscordApp:
                 await interaction.response.send_message(**reply.kwargs(), ephemeral=private)
             for extra in reply.extra:
                 await interaction.followup.send(**extra.kwargs(), ephemeral=private)
-        except discord.HTTPException:
-            log.warning("answering interaction %s failed", interaction.id, exc_info=True)
+        except discord.HTTPException as exc:
+            # what the engine did stands (an answer scored once, a demo queued); the member is told privately
+            log.warning(
+                "answering interaction %s in channel %s failed: %s",
+                interaction.id,
+                interaction.channel_id,
+                send_failure(exc),
+                exc_info=True,
+            )
+            await self.tell_privately(interaction, exc)
             return result
         if after is not None:
             await after(result)
         return result
+
+    async def defer(self, interaction: discord.Interaction[Any], ephemeral: bool | None) -> bool:
+        """Defer an interaction ("thinking"); False when Discord refused (logged), and the answer
+        is then tried as an initial response."""
+        try:
+            await interaction.response.defer(ephemeral=ephemeral is not False, thinking=True)
+        except discord.HTTPException as exc:
+            log.warning("deferring interaction %s failed: %s", interaction.id, send_failure(exc))
+            return False
+        return True
+
+    async def tell_privately(self, interaction: discord.Interaction[Any], exc: discord.HTTPException) -> None:
+        """After Discord refused an interaction's answer: one private sentence where the member
+        still waits (forbidden to post there: which permissions; else: try again). Nothing when
+        the interaction, its token or its channel is gone: no one waits there any more."""
+        if isinstance(exc, discord.NotFound):
+            return
+        text = wording.ANSWER_FORBIDDEN if isinstance(exc, discord.Forbidden) else wording.ANSWER_FAILED
+        try:
+            if interaction.response.is_done():
+                await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+            else:
+                await interaction.response.send_message(
+                    text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
+                )
+        except discord.HTTPException:
+            log.warning("telling the member of interaction %s privately failed too", interaction.id, exc_info=True)
 
     async def refuse(self, interaction: discord.Interaction[Any], text: str) -> None:
         try:
@@ -402,8 +433,14 @@ class DiscordApp:
                 except discord.Forbidden:
                     reply = layout.Reply(content=wording.FEEDBACK_DMS_CLOSED)
             await message.reply(**reply.kwargs(), mention_author=False)
-        except discord.HTTPException:
-            log.warning("answering message %s failed", message.id, exc_info=True)
+        except discord.HTTPException as exc:  # no interaction is open: the log is all there is
+            log.warning(
+                "answering message %s in channel %s failed (what it asked for stands): %s",
+                message.id,
+                message.channel.id,
+                send_failure(exc),
+                exc_info=True,
+            )
 
     async def guild_changed(self, guild: discord.Guild, action: str) -> None:
         """Removed from a guild: its community is paused (nothing deleted); rejoined: resumed."""
