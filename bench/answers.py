@@ -203,6 +203,11 @@ def fill_answers(path: Path, stored: int, members: int) -> tuple[str, int]:
             "answered_at, week) VALUES (?,?,?,?,?,?,?,?,?)",
             batch,
         )
+    conn.execute(  # what the answers' transactions keep beside points_total
+        "INSERT INTO weekly_points (member_id, week, community_id, points) SELECT member_id, week, community_id, "
+        "SUM(points) FROM answers WHERE community_id = ? GROUP BY member_id, week HAVING SUM(points) > 0",
+        (community,),
+    )
     conn.commit()
     conn.execute("ANALYZE")
     week, count = conn.execute(

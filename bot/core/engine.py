@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
@@ -616,22 +617,27 @@ class StudyEngine(PracticeMixin):
 
     def score(self, user: UserRef) -> ScoreCard:
         now = self.now()
-        name = clean_name(user.display_name)
         with self.store.read() as tx:
             community = tx.find_community(user.platform, user.community_id)
-            tz = community.timezone if community else self.default_timezone
-            week = scoring.iso_week(now, tz)
             member_id = tx.find_member(community.id, user.user_id) if community else None
-            if community is None or member_id is None:
-                empty = StatsLine(0, 0)
-                return ScoreCard(name, week, 0, None, 0, empty, empty, 0, 0, 0)
-            stats = tx.answer_stats(member_id)
-            total = tx.points_total(member_id)
-            board = tx.board(community.id, week)
-            streak, best = self._streaks(tx, community.id, member_id, now)
-            due = tx.reviews_due(member_id, now)
-            levels = self._levels(tx.member_ratings(member_id))
-        mine = scoring.rank_of(board, member_id)  # not the whole ranking: one member's row
+            return self._score_card(tx, user, community, member_id, now)
+
+    def _score_card(
+        self, tx: StoreTx, user: UserRef, community: CommunityConfig | None, member_id: int | None, now: datetime
+    ) -> ScoreCard:
+        """`score` in a unit of work already open (the member page's), the community and the
+        member already found."""
+        name = clean_name(user.display_name)
+        week = scoring.iso_week(now, community.timezone if community else self.default_timezone)
+        if community is None or member_id is None:
+            empty = StatsLine(0, 0)
+            return ScoreCard(name, week, 0, None, 0, empty, empty, 0, 0, 0)
+        stats = tx.answer_stats(member_id)
+        total = tx.points_total(member_id)
+        mine = tx.week_rank(community.id, week, member_id)  # (points, rank): not the whole board
+        streak, best = self._streaks(tx, community.id, member_id, now)
+        due = tx.reviews_due(member_id, now)
+        levels = self._levels(tx.member_ratings(member_id))
 
         def line(kinds: tuple[str, ...]) -> StatsLine:
             answered = sum(stats.get((k, c), 0) for k in kinds for c in (True, False))
@@ -640,8 +646,8 @@ class StudyEngine(PracticeMixin):
         return ScoreCard(
             user=name,
             week=week,
-            week_points=mine.points if mine else 0,
-            week_rank=mine.rank if mine else None,
+            week_points=mine[0] if mine else 0,
+            week_rank=mine[1] if mine else None,
             total_points=total,
             daily=line(("daily",)),
             practice=line(("practice", "review")),
@@ -1079,7 +1085,8 @@ class StudyEngine(PracticeMixin):
             topics = pages.topic_accuracy(tx.question_outcomes(member_id), self.bank)
             missed = pages.missed_questions(tx.missed_answers(member_id, pages.MISSED_LIMIT * 2), self.bank)
             upcoming = [due for question_id, due in tx.reviews(member_id) if self.bank.get(question_id)]
-        score = self.score(UserRef(community.platform, community.community_id, user_id, name))
+            user = UserRef(community.platform, community.community_id, user_id, name)
+            score = self._score_card(tx, user, config, member_id, now)  # in the same unit of work
         next_review = min(upcoming, default=None)
         if next_review is not None and next_review.tzinfo is None:
             next_review = next_review.replace(tzinfo=timezone.utc)
@@ -1092,12 +1099,11 @@ class StudyEngine(PracticeMixin):
         with self.store.read() as tx:
             web, config = self._web_config(tx, community)
             shown = pages.shown_questions(tx, config.id, self.bank)
-        topics = tuple(
-            (t, sum(1 for q in shown if q.topic == t), sum(1 for q in self.bank.questions if q.topic == t))
-            for t in TOPICS
-        )
+        shown_by_topic = Counter(q.topic for q in shown)
+        in_bank_by_topic = Counter(q.topic for q in self.bank.questions)
+        topics = tuple((t, shown_by_topic[t], in_bank_by_topic[t]) for t in TOPICS)
         chosen = [q for q in shown if topic is None or q.topic == topic]
-        in_bank = sum(1 for q in self.bank.questions if topic is None or q.topic == topic)
+        in_bank = len(self.bank.questions) if topic is None else in_bank_by_topic[topic]
         count = pages.pages_of(len(chosen), pages.BANK_PAGE)
         page = min(max(1, page), count)
         entries = tuple(pages.bank_entry(q) for q in chosen[(page - 1) * pages.BANK_PAGE : page * pages.BANK_PAGE])

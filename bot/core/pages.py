@@ -6,6 +6,7 @@ daily round is never spoiled)."""
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
+from functools import lru_cache
 
 from bot.core import choices as codec
 from bot.core import scoring, timing
@@ -61,14 +62,16 @@ def leaderboard_page(
     """One page of the weekly (`week`, default this week) or all-time (`week` "all") board."""
     this_week = scoring.iso_week(now, community.timezone)
     scope = week or this_week
-    totals = tx.board(community_id, None if scope == "all" else scope)
-    pages = pages_of(len(totals), BOARD_PAGE)
+    board_week = None if scope == "all" else scope
+    members = tx.board_size(community_id, board_week)
+    pages = pages_of(members, BOARD_PAGE)
     page = min(max(1, page), pages)
+    rows = tx.board_slice(community_id, board_week, (page - 1) * BOARD_PAGE, BOARD_PAGE)
     return LeaderboardPage(
         community=community,
         scope=scope,
-        rows=ranked_slice(totals, (page - 1) * BOARD_PAGE, page * BOARD_PAGE),
-        members=len(totals),
+        rows=tuple(LeaderboardRow(rank=rank, user=name, points=points) for rank, name, points in rows),
+        members=members,
         page=page,
         pages=pages,
         this_week=this_week,
@@ -76,21 +79,6 @@ def leaderboard_page(
         next_week=None if scope in ("all", this_week) or scope > this_week else week_after(scope),
         highlight=highlight,
     )
-
-
-def ranked_slice(totals: list[tuple[str, int, int]], start: int, stop: int) -> tuple[LeaderboardRow, ...]:
-    """Rows `start:stop` of `scoring.rank_rows(totals)` (same order, same shared ranks), built
-    for that slice only: a page of a 10,000-member board makes 100 rows, not 10,000."""
-    ordered = sorted(totals, key=lambda row: (-row[1], row[0].casefold(), row[0]))
-    rows = []
-    rank = 1
-    for position in range(min(stop, len(ordered))):
-        name, points, _ = ordered[position]
-        if position and ordered[position - 1][1] != points:
-            rank = position + 1
-        if position >= start:
-            rows.append(LeaderboardRow(rank=rank, user=name, points=points))
-    return tuple(rows)
 
 
 def week_history(points: dict[str, int], this_week: str, weeks: int = HISTORY_WEEKS) -> tuple[WeekPoints, ...]:
@@ -147,7 +135,9 @@ def missed_questions(rows: list[tuple[str, int, str | None, datetime]], bank: Ba
     return tuple(missed)
 
 
+@lru_cache(maxsize=4096)
 def bank_entry(question: Question) -> BankEntry:
+    """A question as the bank page shows it (kept: a question is a frozen value)."""
     return BankEntry(
         question_id=question.id,
         topic=question.topic,

@@ -12,11 +12,12 @@ from sqlalchemy import Table, and_, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col
 
-from bot.store.tables import Answer, Community, ForgottenAnswer, Member, Review, Round
+from bot.store.tables import Answer, Community, ForgottenAnswer, Member, Review, Round, WeeklyPoints
 
 ANSWERS: Table = Answer.__table__  # type: ignore[attr-defined]
 MEMBERS: Table = Member.__table__  # type: ignore[attr-defined]
 ROUNDS: Table = Round.__table__  # type: ignore[attr-defined]
+WEEKLY: Table = WeeklyPoints.__table__  # type: ignore[attr-defined]
 
 
 def _dialect(name: str) -> Any:
@@ -65,6 +66,14 @@ def member_upsert(dialect: str) -> Any:
 
 
 @cache
+def community_lookup() -> Any:
+    """A community by its platform and the platform's id for it (every command and page asks)."""
+    return select(Community).where(
+        col(Community.platform) == bindparam("platform"), col(Community.external_id) == bindparam("external_id")
+    )
+
+
+@cache
 def answer_insert(dialect: str) -> Any:
     """Insert an answer unless that member already answered that round; returns its id."""
     return (
@@ -100,6 +109,15 @@ def add_points() -> Any:
         MEMBERS.update()
         .where(MEMBERS.c.id == bindparam("member_id"))
         .values(points_total=MEMBERS.c.points_total + bindparam("points"))
+    )
+
+
+@cache
+def add_week_points(dialect: str) -> Any:
+    """Add an answer's points to its member's total for that ISO week (a row per member and week)."""
+    stmt = _dialect(dialect).insert(WEEKLY)
+    return stmt.on_conflict_do_update(
+        index_elements=["member_id", "week"], set_={"points": WEEKLY.c.points + stmt.excluded.points}
     )
 
 

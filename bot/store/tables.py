@@ -93,6 +93,19 @@ class Answer(SQLModel, table=True):
     week: str = Field(max_length=8)  # ISO week in the community's time zone, e.g. 2026-W48
 
 
+class WeeklyPoints(SQLModel, table=True):
+    """A member's points in one ISO week (the week of `answers.week`), kept in the answer's own
+    transaction beside `members.points_total`: the weekly board reads one row per member."""
+
+    __tablename__ = "weekly_points"
+    __table_args__ = (Index("ix_weekly_points_board", "community_id", "week", "points", "member_id"),)
+
+    member_id: int = Field(foreign_key="members.id", ondelete="CASCADE", primary_key=True)
+    week: str = Field(max_length=8, primary_key=True)
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    points: int
+
+
 class Review(SQLModel, table=True):
     __tablename__ = "reviews"
     __table_args__ = (

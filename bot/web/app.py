@@ -15,6 +15,7 @@ the bot process)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -25,11 +26,12 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 
 from bot.core.bank import TOPICS
 from bot.core.engine import StudyEngine
 from bot.core.errors import NotFound, StudyBotError
-from bot.core.values import CommunityRef, WebCommunity
+from bot.core.values import BankEntry, ChoiceReveal, CommunityRef
 from bot.platforms.bridge import Bridge
 from bot.web import charts
 from bot.web.links import BadLink, Grant, WebLinks
@@ -76,6 +78,23 @@ def environment() -> Environment:
     env.filters["percent"] = lambda value: f"{round(100 * value)}%"
     env.globals["week_chart"] = charts.week_chart
     env.globals["demo_chart"] = charts.demo_chart
+    article = env.get_template("bank_entry.html")
+
+    @functools.lru_cache(maxsize=4096)
+    def bank_article(entry: BankEntry) -> Markup:
+        """A bank question's HTML: the same for every viewer and request, so rendered once
+        per entry (an entry is a frozen value: an edited question is a new key)."""
+        return Markup(article.render(q=entry))
+
+    env.globals["bank_article"] = bank_article
+    missed = env.get_template("missed_body.html")
+
+    @functools.lru_cache(maxsize=4096)
+    def missed_body(choices: tuple[ChoiceReveal, ...], explain: str | None, refs: tuple[str, ...]) -> Markup:
+        """A missed question's choices (the member's marked), explanation and references."""
+        return Markup(missed.render(choices=choices, explain=explain, refs=refs))
+
+    env.globals["missed_body"] = missed_body
     return env
 
 
@@ -158,46 +177,53 @@ async def health(_request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
-async def call(request: web.Request, method: Callable[..., T], *args: Any) -> T:
+async def call(request: web.Request, viewer: Viewer, method: Callable[..., T], *args: Any) -> T:
+    """`method(*args)` off the loop, in one hop: a signed link's community is checked by the
+    page method itself (NotFound when the bot does not know it); a public page's first
+    checks, in the same hop, that its community is public."""
     run: Any = request.app[RUN]
-    result: T = await run(method, *args)
+    if viewer.signed:
+        result: T = await run(method, *args)
+    else:
+        result = await run(_if_public, request.app[ENGINE], viewer.community, method, *args)
     return result
+
+
+def _if_public(engine: StudyEngine, ref: CommunityRef, method: Callable[..., T], *args: Any) -> T:
+    found = engine.web_community(ref)
+    if found is None or not found.public:  # private looks exactly like unknown
+        raise NotFound("Not found.")
+    return method(*args)
 
 
 # ---------------------------------------------------------------- who is looking
 
 
-async def public_viewer(request: web.Request) -> tuple[Viewer, WebCommunity]:
+async def public_viewer(request: web.Request) -> Viewer:
     ref = CommunityRef(request.match_info["platform"], request.match_info["community"])
-    found = await call(request, request.app[ENGINE].web_community, ref)
-    if found is None or not found.public:  # private looks exactly like unknown
-        raise NotFound("Not found.")
-    return Viewer(ref, f"/c/{ref.platform}/{ref.community_id}"), found
+    return Viewer(ref, f"/c/{ref.platform}/{ref.community_id}")
 
 
-async def signed_viewer(request: web.Request) -> tuple[Viewer, WebCommunity]:
+async def signed_viewer(request: web.Request) -> Viewer:
+    """Who a link names (no database work: the page's own call checks the community)."""
     token = request.match_info["token"]
     links = request.app.get(LINKS)
     if links is None:
         raise BadLink(expired=False)
     grant: Grant = links.read(token)
-    found = await call(request, request.app[ENGINE].web_community, grant.community)
-    if found is None:
-        raise NotFound("Not found.")
-    viewer = Viewer(grant.community, f"/s/{token}", user_id=grant.user_id, admin=grant.admin, signed=True)
-    return viewer, found
+    return Viewer(grant.community, f"/s/{token}", user_id=grant.user_id, admin=grant.admin, signed=True)
 
 
-Handler = Callable[[web.Request, Viewer, WebCommunity], Awaitable[web.StreamResponse]]
+Handler = Callable[[web.Request, Viewer], Awaitable[web.StreamResponse]]
 
 
 def _page(
-    who: Callable[[web.Request], Awaitable[tuple[Viewer, WebCommunity]]], handler: Handler
+    who: Callable[[web.Request], Awaitable[Viewer]], handler: Handler
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def page(request: web.Request) -> web.StreamResponse:
         try:
-            viewer, community = await who(request)
-            return await handler(request, viewer, community)
+            viewer = await who(request)
+            return await handler(request, viewer)
         except BadLink as exc:
             text = (
                 "This link has expired: ask the bot for a new one (/score, or /config for admins)."
@@ -236,54 +262,60 @@ def _page_number(request: web.Request) -> int:
 # --------------------------------------------------------------------- pages
 
 
-async def entry(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+async def entry(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+    if await call(request, viewer, request.app[ENGINE].web_community, viewer.community) is None:
+        raise NotFound("Not found.")
     where = "admin" if viewer.admin else "me" if viewer.user_id else "board"
     raise web.HTTPFound(f"{viewer.prefix}/{where}")
 
 
-async def board(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+async def board(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     scope = request.query.get("week") or None
+    engine = request.app[ENGINE]
     page = await call(
-        request, request.app[ENGINE].leaderboard_page, viewer.community, scope, _page_number(request), viewer.user_id
+        request, viewer, engine.leaderboard_page, viewer.community, scope, _page_number(request), viewer.user_id
     )
-    return render(request, "board.html", viewer=viewer, nav=nav(viewer, "board"), community=community, board=page)
+    return render(request, "board.html", viewer=viewer, nav=nav(viewer, "board"), community=page.community, board=page)
 
 
-async def member(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+async def member(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     if viewer.user_id is None:
         raise NotFound("Not found.")
-    page = await call(request, request.app[ENGINE].member_page, viewer.community, viewer.user_id)
-    return render(request, "member.html", viewer=viewer, nav=nav(viewer, "me"), community=community, page=page)
+    page = await call(request, viewer, request.app[ENGINE].member_page, viewer.community, viewer.user_id)
+    return render(request, "member.html", viewer=viewer, nav=nav(viewer, "me"), community=page.community, page=page)
 
 
-async def bank(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+async def bank(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     topic = request.query.get("topic") or None
     if topic is not None and topic not in TOPICS:
         raise NotFound("Not found.")
-    page = await call(request, request.app[ENGINE].bank_page, viewer.community, topic, _page_number(request))
-    return render(request, "bank.html", viewer=viewer, nav=nav(viewer, "bank"), community=community, page=page)
+    engine = request.app[ENGINE]
+    page = await call(request, viewer, engine.bank_page, viewer.community, topic, _page_number(request))
+    return render(request, "bank.html", viewer=viewer, nav=nav(viewer, "bank"), community=page.community, page=page)
 
 
-async def demos(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
-    page = await call(request, request.app[ENGINE].demos_page, viewer.community)
-    return render(request, "demos.html", viewer=viewer, nav=nav(viewer, "demos"), community=community, page=page)
+async def demos(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+    page = await call(request, viewer, request.app[ENGINE].demos_page, viewer.community)
+    return render(request, "demos.html", viewer=viewer, nav=nav(viewer, "demos"), community=page.community, page=page)
 
 
-async def chart(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+async def chart(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     job = request.match_info["job"]
     if not job.isdigit() or len(job) > 12:
         raise NotFound("Not found.")
-    path = await call(request, request.app[ENGINE].demo_chart, viewer.community, int(job))
+    path = await call(request, viewer, request.app[ENGINE].demo_chart, viewer.community, int(job))
     if not path or not await asyncio.to_thread(Path(path).is_file):
         raise NotFound("Not found.")
     return web.FileResponse(path, headers={"Content-Type": "image/png"})
 
 
-async def admin(request: web.Request, viewer: Viewer, community: WebCommunity) -> web.StreamResponse:
+async def admin(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     if not viewer.admin:
+        if not viewer.signed:  # a private or unknown community's page stays a 404
+            await call(request, viewer, request.app[ENGINE].web_community, viewer.community)
         return refuse(request, 403, "Admins only", "This page needs the link an admin gets from /config.")
-    page = await call(request, request.app[ENGINE].admin_page, viewer.community)
-    return render(request, "admin.html", viewer=viewer, nav=nav(viewer, "admin"), community=community, page=page)
+    page = await call(request, viewer, request.app[ENGINE].admin_page, viewer.community)
+    return render(request, "admin.html", viewer=viewer, nav=nav(viewer, "admin"), community=page.community, page=page)
 
 
 # ------------------------------------------------------------------- serving
