@@ -1119,15 +1119,17 @@ class SqlTx:
 
     def member_ratings(self, member_id: int) -> dict[str, tuple[float, int]]:
         """The member's ratings by topic ("" overall): (rating, answers)."""
-        rows = self.conn.execute(
-            select(col(MemberRating.topic), col(MemberRating.rating), col(MemberRating.answers)).where(
-                col(MemberRating.member_id) == member_id
-            )
-        ).all()
+        rows = fast.rows(self.conn, statements.member_ratings(), {"member_id": member_id})
         return {topic: (float(rating), int(answers)) for topic, rating, answers in rows}
 
     def question_ratings(self, question_ids: Iterable[str] | None = None) -> dict[str, tuple[float, int]]:
         """Questions' difficulty ratings: (rating, answers); every rated one without ids."""
+        if question_ids is not None:
+            wanted = list(question_ids)
+            if len(wanted) == 1:  # the answer hot path: one prepared statement
+                found = fast.rows(self.conn, statements.question_rating(), {"question_id": wanted[0]})
+                return {wanted[0]: (float(found[0][0]), int(found[0][1]))} if found else {}
+            question_ids = wanted
         query = select(col(QuestionRating.question_id), col(QuestionRating.rating), col(QuestionRating.answers))
         if question_ids is not None:
             query = query.where(col(QuestionRating.question_id).in_(list(question_ids)))
@@ -1135,29 +1137,26 @@ class SqlTx:
 
     def bump_member_rating(self, member_id: int, topic: str, start: float, delta: float) -> None:
         """Add `delta` to a member's rating (created at `start`), counting one more answer."""
-        self.conn.execute(
-            insert_ignoring(self.conn, MemberRating, ["member_id", "topic"]).values(
-                member_id=member_id, topic=topic, rating=start, answers=0
-            )
-        )
-        self.conn.execute(
-            update(MemberRating)
-            .where(col(MemberRating.member_id) == member_id, col(MemberRating.topic) == topic)
-            .values(rating=col(MemberRating.rating) + delta, answers=col(MemberRating.answers) + 1)
+        fast.rows(
+            self.conn,
+            statements.bump_member_rating(self.dialect),
+            {
+                "member_id": member_id,
+                "topic": topic,
+                "rating": start + delta,
+                "answers": 1,
+                "delta": delta,
+                "counted": 1,
+            },
         )
 
     def bump_question_rating(self, question_id: str, start: float, delta: float) -> None:
         """Add `delta` to a question's difficulty (created at `start`), in place, so that
         concurrent answers in other communities add up rather than overwrite each other."""
-        self.conn.execute(
-            insert_ignoring(self.conn, QuestionRating, ["question_id"]).values(
-                question_id=question_id, rating=start, answers=0
-            )
-        )
-        self.conn.execute(
-            update(QuestionRating)
-            .where(col(QuestionRating.question_id) == question_id)
-            .values(rating=col(QuestionRating.rating) + delta, answers=col(QuestionRating.answers) + 1)
+        fast.rows(
+            self.conn,
+            statements.bump_question_rating(self.dialect),
+            {"question_id": question_id, "rating": start + delta, "answers": 1, "delta": delta, "counted": 1},
         )
 
     def seen_since(self, member_id: int, since: datetime) -> set[str]:

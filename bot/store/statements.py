@@ -12,7 +12,17 @@ from sqlalchemy import Table, and_, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col
 
-from bot.store.tables import Answer, Community, ForgottenAnswer, Member, Review, Round, WeeklyPoints
+from bot.store.tables import (
+    Answer,
+    Community,
+    ForgottenAnswer,
+    Member,
+    MemberRating,
+    QuestionRating,
+    Review,
+    Round,
+    WeeklyPoints,
+)
 
 ANSWERS: Table = Answer.__table__  # type: ignore[attr-defined]
 MEMBERS: Table = Member.__table__  # type: ignore[attr-defined]
@@ -126,3 +136,41 @@ def review_insert(dialect: str) -> Any:
     """Start a member's review card for a question unless one exists."""
     table: Table = Review.__table__  # type: ignore[attr-defined]
     return _dialect(dialect).insert(table).on_conflict_do_nothing(index_elements=["member_id", "question_id"])
+
+
+@cache
+def member_ratings() -> Any:
+    """A member's ratings by topic ("" overall)."""
+    table: Table = MemberRating.__table__  # type: ignore[attr-defined]
+    return select(table.c.topic, table.c.rating, table.c.answers).where(table.c.member_id == bindparam("member_id"))
+
+
+@cache
+def question_rating() -> Any:
+    """One question's difficulty rating, if it has one."""
+    table: Table = QuestionRating.__table__  # type: ignore[attr-defined]
+    return select(table.c.rating, table.c.answers).where(table.c.question_id == bindparam("question_id"))
+
+
+@cache
+def bump_member_rating(dialect: str) -> Any:
+    """Create a member's rating at `rating` (the start plus this answer's change) with one
+    answer, or add the change to the one there: one statement either way."""
+    table: Table = MemberRating.__table__  # type: ignore[attr-defined]
+    stmt = _dialect(dialect).insert(table)
+    return stmt.on_conflict_do_update(
+        index_elements=["member_id", "topic"],
+        set_={"rating": table.c.rating + bindparam("delta"), "answers": table.c.answers + bindparam("counted")},
+    )
+
+
+@cache
+def bump_question_rating(dialect: str) -> Any:
+    """The same for a question's difficulty, added in place so that concurrent answers in
+    other communities add up rather than overwrite each other."""
+    table: Table = QuestionRating.__table__  # type: ignore[attr-defined]
+    stmt = _dialect(dialect).insert(table)
+    return stmt.on_conflict_do_update(
+        index_elements=["question_id"],
+        set_={"rating": table.c.rating + bindparam("delta"), "answers": table.c.answers + bindparam("counted")},
+    )
