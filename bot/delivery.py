@@ -30,6 +30,17 @@ Send = Callable[[ChannelRef, Posted], "str | None"]
 AsyncSend = Callable[[ChannelRef, Posted], Awaitable["str | None"]]
 
 
+async def wake_or_timeout(wake: asyncio.Event, timeout_s: float) -> None:
+    """Wait until `wake` is set or `timeout_s` has passed. Not `asyncio.wait_for`: on Python
+    3.11 it can swallow a cancellation that arrives as the event is set, and a loop built on it
+    then never stops (a task that ignores `Runtime.stop`)."""
+    waiter = asyncio.ensure_future(wake.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=timeout_s)
+    finally:
+        waiter.cancel()
+
+
 def worker_name(platform: str) -> str:
     return f"{platform}:{socket.gethostname()[:24]}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
@@ -149,8 +160,5 @@ class Deliverer:
                 raise
             except Exception:
                 log.exception("delivering posts failed; trying again shortly")
-            try:
-                await asyncio.wait_for(wake.wait(), timeout=interval_s)
-            except TimeoutError:
-                pass
+            await wake_or_timeout(wake, interval_s)
             wake.clear()

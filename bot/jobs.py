@@ -43,6 +43,7 @@ from bot.core.engine import StudyEngine
 from bot.core.errors import StudyBotError
 from bot.core.records import DemoJobRecord
 from bot.core.values import DemoProgressCard, DemoRequest, DemoResultCard
+from bot.delivery import wake_or_timeout
 
 log = logging.getLogger(__name__)
 
@@ -339,10 +340,7 @@ class DemoJobRunner:
         while True:
             while len(running) < self.parallel and await self._claim_and_start(running):
                 pass
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self.poll_s)
-            except TimeoutError:
-                pass
+            await wake_or_timeout(self._wake, self.poll_s)
             self._wake.clear()
 
     async def _claim_and_start(self, running: set[asyncio.Task[None]]) -> bool:

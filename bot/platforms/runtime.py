@@ -130,7 +130,10 @@ class Runtime:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:
+            _, stuck = await asyncio.wait(self._tasks, timeout=10)
+            for task in stuck:  # a task that ignores cancellation must not hold the process
+                log.error("task %s did not stop within 10 s of being cancelled", task.get_name())
         self._tasks.clear()
         if self.scheduling:
             self.scheduler.shutdown()
