@@ -16,7 +16,6 @@ import asyncio
 import logging
 import os
 import socket
-import threading
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -103,27 +102,6 @@ class Deliverer:
             self.sent += 1
             done += 1
         return done
-
-    def start_thread(self, send: Send, interval_s: float = 2.0) -> Callable[[], None]:
-        """Deliver in a background thread every `interval_s`; returns its stop."""
-        stop = threading.Event()
-
-        def loop() -> None:
-            while not stop.is_set():
-                try:
-                    self.deliver_due(send)
-                except Exception:  # the database was busy: next round
-                    log.exception("delivering posts failed; trying again shortly")
-                stop.wait(interval_s)
-
-        thread = threading.Thread(target=loop, name=f"deliver-{self.platform}", daemon=True)
-        thread.start()
-
-        def halt() -> None:
-            stop.set()
-            thread.join(timeout=5)
-
-        return halt
 
     # ----------------------------------------------------------------- async
 

@@ -38,11 +38,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bot.config import ROOT
-from bot.core.demo_result import result_card
 from bot.core.engine import StudyEngine
 from bot.core.errors import StudyBotError
 from bot.core.records import DemoJobRecord
-from bot.core.values import DemoProgressCard, DemoRequest, DemoResultCard
+from bot.core.values import DemoProgressCard
 from bot.delivery import wake_or_timeout
 
 log = logging.getLogger(__name__)
@@ -410,23 +409,3 @@ def make_backend(worker: str, redis_url: str, queue: str, timeout_s: float) -> B
     if worker == "celery":
         return CeleryBackend(redis_url, queue, timeout_s)
     return LocalBackend(timeout_s)
-
-
-class DemoRunner:
-    """A demo run in the foreground (the `studybot demo` commands and tests): the same child
-    process as the jobs, waited for, its result as a card."""
-
-    def __init__(self, out_dir: Path, timeout_s: float = 120.0, python: str = sys.executable) -> None:
-        self.out_dir = out_dir
-        self.timeout_s = timeout_s
-        self.python = python
-
-    def run(self, request: DemoRequest) -> DemoResultCard:
-        started = time.perf_counter()
-        try:
-            outcome = run_demo_process(request.module, request.args, self.timeout_s, python=self.python)
-        except DemoFailure as failure:
-            raise StudyBotError(failure.sentence) from None
-        name = f"{request.module.removeprefix('demos.')}-{uuid.uuid4().hex[:8]}"
-        chart_path = save_chart(self.out_dir, name, outcome.chart)
-        return result_card(request.module, outcome.result, chart_path, time.perf_counter() - started)

@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,7 +29,8 @@ from bot.delivery import Deliverer
 from bot.jobs import CeleryBackend, DemoJobRunner, LocalBackend, run_demo_process
 from bot.store.database import Database
 from bot.store.repository import SqlStore
-from tests.conftest import IN_CI, ROOT, TEST_BANK, FakeClock
+from tests.conftest import IN_CI, TEST_BANK, FakeClock
+from tests.services import RedisServer, kill_group, redis_or_skip, start_worker
 
 SMALL = "checkpoint layers=2 tokens=64 width=16 repeat=1 strategies=none,block"
 CH = ChannelRef("discord", "guild", "demos")
@@ -148,11 +145,9 @@ def test_a_local_demo_reports_each_strategy_then_posts_its_result(sqlite_engine:
 
 def test_a_demo_that_overruns_its_limit_is_killed_and_reported(sqlite_engine: StudyEngine, tmp_path: Path) -> None:
     sqlite_engine.request_demo(user("Ann"), CH, "checkpoint layers=8 tokens=2048 width=128 repeat=5")
-    started = time.monotonic()
     asyncio.run(run_one(DemoJobRunner(sqlite_engine, LocalBackend(timeout_s=1), tmp_path)))
     [(_, card)] = posted(sqlite_engine)
     assert isinstance(card, DemoFailedCard) and card.text == "The demo did not finish within 1 s and was stopped."
-    assert time.monotonic() - started < 60  # killed, not waited for (a loose bound against a hang)
 
 
 def test_a_demo_process_that_crashes_gives_one_sentence(sqlite_engine: StudyEngine, tmp_path: Path) -> None:
@@ -180,97 +175,23 @@ def test_a_demo_process_that_crashes_gives_one_sentence(sqlite_engine: StudyEngi
 def test_the_demo_refuses_what_does_not_fit_before_allocating(tmp_path: Path) -> None:
     from bot.jobs import DemoFailure
 
-    with pytest.raises(DemoFailure, match="The demo refused or failed: .*"):
+    # the demo's own estimate says no, with the numbers, before allocating anything
+    with pytest.raises(DemoFailure, match=r"The demo refused or failed: Refused: the estimated peak of [\d,]+ MiB"):
         run_demo_process("demos.checkpoint", ("--layers", "512", "--tokens", "65536", "--width", "4096"), 120)
 
 
 # ------------------------------------------------------------ Redis and Celery
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class RedisServer:
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.url = f"redis://127.0.0.1:{port}/0"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server")
-        assert binary is not None
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(100):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.05)
-        raise AssertionError("redis-server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-            self.proc = None
-
-
 @pytest.fixture
 def redis_server() -> Iterator[RedisServer]:
-    if shutil.which("redis-server") is None:
-        if IN_CI:
-            pytest.fail("CI is set but redis-server is not installed: .ci/run must install it")
-        pytest.skip("redis-server is not installed (apt-get install redis-server) to run the Celery tests")
-    server = RedisServer(_free_port())
-    server.start()
-    yield server
-    server.stop()
-
-
-def start_worker(redis: RedisServer, tmp_path: Path, timeout_s: int = 120) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "STUDYBOT_REDIS_URL": redis.url,
-        "STUDYBOT_DEMO_TIMEOUT_S": str(timeout_s),
-        "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'worker-unused.db'}",
-    }
-    log = (tmp_path / "worker.log").open("wb")
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "bot", "worker", "--queues", "demos", "--concurrency", "1"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group, so a test can kill it whole
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if "ready." in (tmp_path / "worker.log").read_text(errors="replace"):
-            return worker
-        if worker.poll() is not None:
-            break
-        time.sleep(0.2)
-    raise AssertionError("the Celery worker did not start:\n" + (tmp_path / "worker.log").read_text(errors="replace"))
-
-
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(timeout=10)
+    yield from redis_or_skip(IN_CI, "run the Celery tests")
 
 
 def test_a_celery_worker_runs_the_demo_and_reports_progress(
     sqlite_engine: StudyEngine, redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    worker = start_worker(redis_server, tmp_path)
+    worker = start_worker(redis_server.url, tmp_path)
     try:
         sqlite_engine.request_demo(user("Ann"), CH, SMALL)
         shown: list[DemoProgressCard] = []
@@ -292,7 +213,7 @@ def test_a_celery_worker_runs_the_demo_and_reports_progress(
 def test_a_worker_killed_mid_demo_gives_a_clear_failure(
     sqlite_engine: StudyEngine, redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    worker = start_worker(redis_server, tmp_path, timeout_s=8)
+    worker = start_worker(redis_server.url, tmp_path, timeout_s=8)
     sqlite_engine.request_demo(user("Ann"), CH, "checkpoint layers=16 tokens=2048 width=128 repeat=3")
     backend = CeleryBackend(redis_server.url, "demos", timeout_s=8, grace_s=2)
     killed = False
@@ -330,7 +251,7 @@ def test_redis_down_keeps_quizzes_working_and_demos_return_with_it(
     assert quiz.kind == "practice"
     # Redis comes back: the same runner, no restart, runs the next demo
     redis_server.start()
-    worker = start_worker(redis_server, tmp_path)
+    worker = start_worker(redis_server.url, tmp_path)
     try:
         sqlite_engine.demos = DemoPolicy(cooldown_s=0)
         sqlite_engine.request_demo(user("Ann"), CH, SMALL)
@@ -345,7 +266,7 @@ def test_redis_down_keeps_quizzes_working_and_demos_return_with_it(
 def test_the_console_demo_runs_on_a_celery_worker_end_to_end(redis_server: RedisServer, tmp_path: Path) -> None:
     import json
 
-    worker = start_worker(redis_server, tmp_path)
+    worker = start_worker(redis_server.url, tmp_path)
     try:
         env = {
             **os.environ,

@@ -39,8 +39,6 @@ from bot.core.values import (
     CommunityRef,
     ConfigCard,
     ConfirmForget,
-    DemoAccepted,
-    DemoRequest,
     DemoResultCard,
     Forgotten,
     LeaderboardCard,
@@ -540,7 +538,6 @@ RENDERED: list[tuple[object, list[str]]] = [
     (Forgotten("Ann", 2), [wording.forgotten(Forgotten("Ann", 2))]),
     (ConfigCard("guild", (("timezone", "UTC"),), alerts=("Could not post.",)), ["timezone: UTC", "Could not post."]),
     (Problem("Say who: /as NAME."), ["Say who: /as NAME."]),
-    (DemoAccepted(DemoRequest("demos.checkpoint"), "Ann"), ["Running demos.checkpoint for Ann"]),
     (DEMO, wording.demo_lines(DEMO)),
 ]
 

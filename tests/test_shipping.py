@@ -15,7 +15,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tomllib
@@ -40,6 +39,7 @@ from bot.store.tables import Community
 from tests.conftest import IN_CI, ROOT, TEST_BANK
 from tests.fakes.discord_server import BOT_PERMS, FakeDiscord
 from tests.fakes.slack_api import FakeSlack
+from tests.services import free_port, kill_group, redis_or_skip, start_worker
 
 DOCKERFILE = ROOT / "Dockerfile"
 COMPOSE = ROOT / "compose.yaml"
@@ -312,12 +312,6 @@ async def test_health_asks_the_running_bots_web_page(tmp_path: Path, test_bank: 
 # ------------------------------------------------------------------ doctor
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing from the machine's environment or a .env reaches these settings."""
@@ -496,65 +490,19 @@ def test_studybot_doctor_exits_0_1_or_2(tmp_path: Path, case: str, code: int) ->
 # ------------------------------------------------------------------ doctor: the worker back end
 
 
-class Redis:
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        binary = shutil.which("redis-server")
-        assert binary is not None
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(200):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            import time
-
-            time.sleep(0.05)
-        raise AssertionError("redis-server did not start")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-
-
 @pytest.fixture
 def redis_url() -> Iterator[str]:
-    if shutil.which("redis-server") is None:
-        if IN_CI:
-            pytest.fail("CI is set but redis-server is not installed: .ci/run must install it")
-        pytest.skip("redis-server is not installed (apt-get install redis-server) to check the Celery back end")
-    server = Redis()
-    yield server.url
-    server.stop()
+    for server in redis_or_skip(IN_CI, "check the Celery back end"):
+        yield server.url
 
 
 def test_doctor_checks_redis_and_a_celery_worker_taking_the_queue(tmp_path: Path, redis_url: str) -> None:
-    from tests.test_jobs import kill_group
-
     settings = settings_for(tmp_path, worker="celery", redis_url=redis_url, celery_queue="gpu")
     found = by_name(doctor.run_checks(settings))
     assert found["redis"].status == "ok"
     assert found["celery worker"].status == "warn" and "studybot worker --queues gpu" in found["celery worker"].fix
-    log = (tmp_path / "worker.log").open("wb")
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "bot", "worker", "--queues", "demos", "--concurrency", "1"],
-        cwd=ROOT,
-        env={**os.environ, "STUDYBOT_REDIS_URL": redis_url, "STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    worker = start_worker(redis_url, tmp_path)  # on the "demos" queue, not the configured "gpu"
     try:
-        import time
-
-        deadline = time.monotonic() + 60
-        while "ready." not in (tmp_path / "worker.log").read_text(errors="replace"):
-            assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-            time.sleep(0.2)
         found = by_name(doctor.run_checks(settings))  # a worker answers, but on another queue
         assert found["celery worker"].status == "warn" and "none takes queue 'gpu'" in found["celery worker"].message
         checks = doctor.run_checks(settings.model_copy(update={"celery_queue": "demos"}))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -50,6 +49,7 @@ from tests.fakes.slack_api import (
     sign,
     view_submission_payload,
 )
+from tests.services import free_port
 from tests.test_suggestions import CHOICES, PROMPT, REF, TRAP, WHYS, good_form
 
 SECRET = "test-signing-secret"
@@ -1103,12 +1103,6 @@ async def test_manifest_declares_exactly_what_is_handled(slack: Slack) -> None:
 
 
 # ------------------------------------------------------------ studybot run slack
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_studybot_run_slack_serves_http(tmp_path: Path) -> None:

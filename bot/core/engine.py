@@ -118,10 +118,6 @@ def _duration(span: timedelta) -> str:
     return f"{round(seconds / 60)} min"
 
 
-def _ago(span: timedelta) -> str:
-    return _duration(span)
-
-
 class StudyEngine(PracticeMixin):
     """The study bot's rules. Each public method is one use case and one unit of work."""
 
@@ -857,7 +853,7 @@ class StudyEngine(PracticeMixin):
             if last is not None and now - last < cooldown:
                 wait = int((last + cooldown - now).total_seconds()) + 1
                 raise InvalidInput(
-                    f"You asked for a demo {_ago(now - last)} ago; one per member every "
+                    f"You asked for a demo {_duration(now - last)} ago; one per member every "
                     f"{_duration(cooldown)}, so the next one is possible in {_duration(timedelta(seconds=wait))}."
                 )
             if tx.demos_waiting(community.id) >= self.demos.max_waiting:
@@ -945,6 +941,9 @@ class StudyEngine(PracticeMixin):
         post whose card can no longer be built (its question left the bank) is given up at once."""
         now = self.now()
         lease = timedelta(seconds=self.delivery.lease_s)
+        with self.store.read() as tx:  # most passes find nothing: no write lock for them
+            if not tx.outbox_due(platform, now):
+                return []
         with self.store.write() as tx:
             rows = tx.claim_outbox(platform, community, worker, now, lease, limit, serves=serves)
             deliveries = []

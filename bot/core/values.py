@@ -213,14 +213,6 @@ class Problem:
 
 
 @dataclass(frozen=True)
-class DemoAccepted:
-    """A `/demo` request that passed validation and is about to run."""
-
-    request: DemoRequest
-    user: str
-
-
-@dataclass(frozen=True)
 class DemoQueued:
     """A `/demo` request accepted into the queue. `position` 1 means it runs next (or now).
     The adapter posts a message for it and reports that message's reference back
@@ -321,7 +313,6 @@ Card = (
     | ConfigCard
     | Notice
     | Problem
-    | DemoAccepted
     | DemoQueued
     | DemoResultCard
     | DemoProgressCard

@@ -13,7 +13,6 @@ from bot.core.values import (
     ChoiceReveal,
     ConfigCard,
     ConfirmForget,
-    DemoAccepted,
     DemoFailedCard,
     DemoProgressCard,
     DemoQueued,
@@ -196,10 +195,6 @@ def config_lines(card: ConfigCard, with_link: bool = True) -> list[str]:
 
 def problem(card: Problem) -> str:
     return card.text
-
-
-def demo_accepted(card: DemoAccepted) -> str:
-    return f"Running {card.request.module} for {card.user} in a worker process..."
 
 
 def demo_queued(card: DemoQueued) -> str:

@@ -30,7 +30,6 @@ from bot.core.values import (
     CommunityRef,
     ConfigCard,
     ConfirmForget,
-    DemoAccepted,
     DemoFailedCard,
     DemoProgressCard,
     DemoQueued,
@@ -225,8 +224,6 @@ def render(card: object) -> list[Message]:
             if card.incident:
                 problem_data["incident"] = card.incident
             return [Message("user", "error", card.text, problem_data)]
-        case DemoAccepted():
-            return [Message("user", "progress", wording.demo_accepted(card), {})]
         case DemoQueued():
             data = {"job_id": card.job_id, "position": card.position, "module": card.module}
             return [Message("channel", "demo_queued", wording.demo_queued(card), data)]

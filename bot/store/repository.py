@@ -666,6 +666,23 @@ class SqlTx:
             )
         )
 
+    def outbox_due(self, platform: str, now: datetime) -> bool:
+        """Whether any post of `platform` waits to be sent now (a read: idle passes of the
+        deliverers never take the write lock)."""
+        return (
+            self.conn.execute(
+                select(col(Outbox.id))
+                .where(
+                    col(Outbox.platform) == platform,
+                    col(Outbox.state) == "pending",
+                    col(Outbox.next_try) <= now,
+                    or_(col(Outbox.claimed_until).is_(None), col(Outbox.claimed_until) < now),
+                )
+                .limit(1)
+            ).first()
+            is not None
+        )
+
     def claim_outbox(
         self,
         platform: str,

@@ -39,7 +39,6 @@ from bot.core.values import (
     AnswerFeedback,
     ChannelRef,
     CommunityRef,
-    DemoAccepted,
     DemoProgressCard,
     DemoQueued,
     LeaderboardCard,
@@ -495,17 +494,14 @@ class DiscordApp:
     async def demo_posted(self, interaction: discord.Interaction[Any], result: object) -> None:
         """After /demo answered with the queued message: tell the engine that message's id, so
         progress edits it in place."""
-        if not isinstance(result, DemoQueued | DemoAccepted):
-            return
-        report = getattr(self.engine, "demo_message", None)
-        if report is None or not isinstance(result, DemoQueued):
+        if not isinstance(result, DemoQueued):
             return
         try:
             message = await interaction.original_response()
         except discord.HTTPException:
             log.warning("reading the /demo message failed", exc_info=True)
             return
-        await self.runtime.call(report, result.job_id, str(message.id))
+        await self.runtime.call(self.engine.demo_message, result.job_id, str(message.id))
 
 
 def modal_values(data: dict[str, Any]) -> dict[str, str]:

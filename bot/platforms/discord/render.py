@@ -21,7 +21,6 @@ from bot.core.values import (
     AnswerFeedback,
     ConfigCard,
     ConfirmForget,
-    DemoAccepted,
     DemoFailedCard,
     DemoProgressCard,
     DemoQueued,
@@ -310,8 +309,6 @@ def render(card: object) -> Reply:
             return Reply(content=safe(wording.decided_admin(card)))
         case Problem():
             return Reply(content=safe(wording.problem(card)))
-        case DemoAccepted():
-            return Reply(content=safe(wording.demo_accepted(card)), public=True)
         case DemoQueued():
             return Reply(content=safe(wording.demo_queued(card)), public=True)
         case DemoProgressCard():

@@ -16,7 +16,6 @@ from bot.core.values import (
     AnswerFeedback,
     ConfigCard,
     ConfirmForget,
-    DemoAccepted,
     DemoFailedCard,
     DemoProgressCard,
     DemoQueued,
@@ -431,8 +430,6 @@ def render(card: object) -> SlackMessage:
             return _plain(card.text)
         case Problem():
             return _plain(wording.problem(card))
-        case DemoAccepted():
-            return _plain(wording.demo_accepted(card))
         case DemoQueued():
             return _plain(wording.demo_queued(card))
         case DemoResultCard():
