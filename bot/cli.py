@@ -19,14 +19,12 @@ import typer
 from bot import __version__
 from bot.config import ROOT, Settings
 from bot.core.bank import MAX_LONGEST_CORRECT_SHARE, TOPICS, Bank, collect, load_bank, longest_correct_share
-from bot.core.engine import DeliveryPolicy, DemoPolicy, StudyEngine
+from bot.core.engine import StudyEngine
 from bot.core.errors import BankError, StudyBotError
 from bot.core.item_analysis import MIN_ANSWERS
-from bot.core.practice import PracticePolicy, SuggestionPolicy
 from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, Posted, QuestionCard, RevealCard
 from bot.store.database import Database, safe_url, upgrade
-from bot.store.repository import SqlStore
-from bot.web.links import make_links
+from bot.wiring import build_engine
 
 log = logging.getLogger(__name__)
 
@@ -61,27 +59,6 @@ def setup_logging(settings: Settings, quiet: bool = False) -> None:
         level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True
     )
     logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))
-
-
-def build_engine(settings: Settings) -> StudyEngine:
-    """The bank (refusing a broken one), the upgraded database, the engine."""
-    bank = load_bank(settings.questions_dir)
-    upgrade(settings.database_url)
-    return StudyEngine(
-        SqlStore(Database(settings.database_url)),
-        bank,
-        default_timezone=settings.timezone,
-        default_window_hours=settings.window_hours,
-        delivery=DeliveryPolicy(
-            max_attempts=settings.post_max_attempts,
-            base_delay_s=settings.post_retry_base_s,
-            max_delay_s=settings.post_retry_max_s,
-        ),
-        demos=DemoPolicy(cooldown_s=settings.demo_cooldown_s, max_waiting=settings.demo_max_waiting),
-        links=make_links(settings),
-        practice=PracticePolicy(target=settings.practice_target, fresh_days=settings.practice_fresh_days),
-        suggestions=SuggestionPolicy(max_pending=settings.suggest_max_pending, per_day=settings.suggest_per_day),
-    )
 
 
 def _engine_or_exit(settings: Settings) -> StudyEngine:

@@ -34,6 +34,8 @@ KIND_LABELS = {"daily": "Daily question", "practice": "Practice question", "revi
 ANSWER_HINT = "Reply with a letter or the choice's text."
 BUTTON_HINT = "Pick an answer below, or reply with a letter or the choice's text."
 NOT_AN_ANSWER = "That is not an answer to anything open: reply with a letter (a-e) or a choice's text, or type /help."
+# A click or select whose id the bot cannot decode (an older release's message, a hand-made id).
+STALE_BUTTON = "This button is from an older question and no longer works."
 BUG = "Sorry, something went wrong on our side (incident {incident}); nothing you stored was lost."
 
 

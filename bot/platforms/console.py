@@ -54,7 +54,7 @@ from bot.core.values import (
 )
 from bot.delivery import Deliverer
 from bot.jobs import Backend, DemoJobRunner
-from bot.platforms.bridge import guarded
+from bot.bridge import guarded
 
 log = logging.getLogger(__name__)
 

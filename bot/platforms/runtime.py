@@ -17,7 +17,7 @@ from bot.core.engine import StudyEngine
 from bot.core.values import CommunityRef, ConfigCard, DemoProgressCard, DemoQueued, Problem, QuestionCard
 from bot.delivery import AsyncSend, Deliverer
 from bot.jobs import DemoJobRunner
-from bot.platforms.bridge import Bridge
+from bot.bridge import Bridge
 from bot.schedule import StudyScheduler
 
 log = logging.getLogger(__name__)

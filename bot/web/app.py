@@ -32,7 +32,7 @@ from bot.core.bank import TOPICS
 from bot.core.engine import StudyEngine
 from bot.core.errors import NotFound, StudyBotError
 from bot.core.values import BankEntry, ChoiceReveal, CommunityRef
-from bot.platforms.bridge import Bridge
+from bot.bridge import Bridge
 from bot.web import charts
 from bot.web.links import BadLink, Grant, WebLinks
 

@@ -538,7 +538,7 @@ def build_bot(settings: Settings, runtime: Runtime | None = None) -> StudyBot:
     from bot.platforms.discord.commands import register
 
     if runtime is None:
-        from bot.cli import build_engine
+        from bot.wiring import build_engine
 
         runtime = Runtime(build_engine(settings), (PLATFORM,), settings.bridge_threads)
     discord.http.Route.BASE = settings.discord_api_url.rstrip("/")

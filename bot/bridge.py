@@ -27,6 +27,14 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
+def report_incident(what: str) -> str:
+    """Log the exception being handled, with its traceback, under a new short incident id;
+    return the id (the user is told wording.BUG with it). Call it inside an `except`."""
+    incident = uuid.uuid4().hex[:8]
+    log.exception("%s failed (incident %s)", what, incident)
+    return incident
+
+
 def guarded(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | Problem:
     """`call(*args, **kwargs)`, or the Problem card a user sees when it fails."""
     try:
@@ -34,8 +42,7 @@ def guarded(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | Prob
     except StudyBotError as exc:
         return Problem(exc.message)
     except Exception:  # a bug: logged whole under an id the user can quote
-        incident = uuid.uuid4().hex[:8]
-        log.exception("%s failed (incident %s)", getattr(call, "__qualname__", call), incident)
+        incident = report_incident(str(getattr(call, "__qualname__", call)))
         return Problem(BUG.format(incident=incident), incident=incident)
 
 
