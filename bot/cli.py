@@ -23,6 +23,7 @@ from bot.core.engine import StudyEngine
 from bot.core.errors import BankError, StudyBotError
 from bot.core.item_analysis import MIN_ANSWERS
 from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, Posted, QuestionCard, RevealCard
+from bot.settings_problems import SettingsError, load_settings
 from bot.store.database import Database, safe_url, upgrade
 from bot.wiring import build_engine
 
@@ -76,13 +77,25 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+# Commands that report a bad setting themselves (doctor lists it among its checks).
+_OWN_SETTINGS_REPORT = ("doctor", "health")
+
+
 @app.callback()
 def root(
+    ctx: typer.Context,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
 ) -> None:
     """Checkpoint Study Bot."""
+    if ctx.invoked_subcommand in _OWN_SETTINGS_REPORT or ctx.resilient_parsing:
+        return
+    try:  # every other command: a bad setting or .env line is one sentence and exit 2
+        load_settings()
+    except SettingsError as exc:
+        typer.echo(exc.sentence, err=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -570,7 +583,7 @@ def _demo_with_progress(module: str, args: tuple[str, ...]) -> int:
 
     from bot.core import wording
     from bot.core.demo_result import result_card
-    from bot.jobs import DemoFailure, run_demo_process, save_chart
+    from bot.demo_process import DemoFailure, run_demo_process, save_chart
 
     settings = Settings()
     progress = Progress(

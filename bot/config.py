@@ -65,7 +65,7 @@ class Settings(BaseSettings):
     def _shard_ids(cls, value: str) -> str:
         parts = [p.strip() for p in value.split(",") if p.strip()]
         if not all(p.isdigit() for p in parts):
-            raise ValueError("STUDYBOT_DISCORD_SHARD_IDS is a comma-separated list of shard numbers, such as 0,1")
+            raise ValueError("it must be a comma-separated list of shard numbers, such as 0,1")
         return ",".join(str(n) for n in sorted({int(p) for p in parts}))
 
     @model_validator(mode="after")
