@@ -50,6 +50,13 @@ from bot.store.tables import (
 T = TypeVar("T")
 
 
+def _row_id(value: int | None) -> int:
+    """A row id the database returned (the tables type their key as optional)."""
+    if value is None:
+        raise RuntimeError("the database returned no row id")
+    return value
+
+
 def _config(row: Any) -> CommunityConfig:
     return CommunityConfig(
         id=row.id,
@@ -890,7 +897,7 @@ class SqlTx:
         args: tuple[str, ...],
         now: datetime,
     ) -> int:
-        return int(
+        return _row_id(
             self.conn.execute(
                 insert(DemoJob)
                 .values(
@@ -943,7 +950,7 @@ class SqlTx:
             .where(col(DemoJob.id) == job_id)
             .values(state="running", started_at=now, worker=worker[:64], backend=backend[:16])
         )
-        return self.get_demo(cast(int, job_id))
+        return self.get_demo(job_id)
 
     def set_demo_progress(self, job_id: int, progress: str) -> None:
         self.conn.execute(update(DemoJob).where(col(DemoJob.id) == job_id).values(progress=progress[:20000]))
@@ -988,7 +995,7 @@ class SqlTx:
                 col(Member.community_id) == community_id, col(Member.user_id) == user_id
             )
         ).first()
-        return None if row is None else (int(row[0]), str(row[1]))
+        return None if row is None else (_row_id(row[0]), str(row[1]))
 
     def week_points(self, member_id: int) -> dict[str, int]:
         """Points per ISO week of one member (weeks with points only; kept in weekly_points)."""
@@ -1078,7 +1085,7 @@ class SqlTx:
             )
             .returning(col(Suggestion.id))
         )
-        return int(result.scalar_one())
+        return _row_id(result.scalar_one())
 
     def set_suggestion(self, suggestion_id: int, **values: Any) -> None:
         allowed = {"state", "topic", "body", "question_id", "note", "decided_at", "created_at"}

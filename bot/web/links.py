@@ -74,7 +74,7 @@ class WebLinks:
     def read(self, token: str) -> Grant:
         """The grant a token carries, or BadLink (tampered, not ours, or expired)."""
         try:
-            data = self._serializer.loads(token, max_age=self.max_age_s)
+            data = self._serializer.loads(token, max_age=round(self.max_age_s))
         except SignatureExpired:
             raise BadLink(expired=True) from None
         except BadSignature:
