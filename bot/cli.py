@@ -110,22 +110,19 @@ def console(
     ] = True,
 ) -> None:
     """Chat with the bot in this terminal: no Discord or Slack account needed."""
-    from bot.jobs import make_backend
-    from bot.platforms.console import Console, combine, console_background, demo_background, run_console
+    from bot.platforms.console import ConsoleOptions
+    from bot.platforms.launch import serve
 
     settings = Settings()
     setup_logging(settings, quiet=True)
     engine = _engine_or_exit(settings)
     if isinstance(sys.stdin, io.TextIOWrapper):  # undecodable bytes become U+FFFD, not a crash
         sys.stdin.reconfigure(errors="replace")
-    chat = Console(engine, community, user)
-    backend = make_backend(settings.worker, settings.redis_url, settings.celery_queue, settings.demo_timeout_s)
-    background = combine(
-        console_background(chat) if schedule else None,
-        demo_background(chat, backend, settings.demo_out_dir, wait_s=settings.demo_timeout_s + 30),
-        _web_background(engine, settings),
-    )
-    raise typer.Exit(run_console(chat, jsonl=jsonl, background=background))
+    options = ConsoleOptions(user=user, community=community, jsonl=jsonl, demo_wait_s=settings.demo_timeout_s + 30)
+    try:  # the console is a platform like the others: on the Runtime, its scheduler and demo runner
+        asyncio.run(serve(settings, engine, ("console",), schedule=schedule, console=options))
+    except KeyboardInterrupt:
+        pass
 
 
 @app.command()
@@ -462,7 +459,7 @@ def schedule_run(
     """Run one job now, by hand; idempotent like the scheduled run (a second run posts nothing).
     Console posts print here; a Discord or Slack post is queued for that running bot to send."""
     from bot.delivery import Deliverer
-    from bot.platforms.console import render
+    from bot.platforms.console.render import render
     from bot.schedule import JOB_KINDS, StudyScheduler
 
     if job not in JOB_KINDS:

@@ -13,7 +13,8 @@ import pytest
 
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
-from bot.platforms.console import Console, Message
+from bot.platforms.console import Message
+from tests.console_chat import Console
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import ROOT, TEST_BANK, FakeClock, run_studybot

@@ -23,7 +23,8 @@ from bot.core.values import (
     SuggestionRefused,
     UserRef,
 )
-from bot.platforms.console import Console, Message
+from bot.platforms.console import Message
+from tests.console_chat import Console
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import FakeClock, run_studybot

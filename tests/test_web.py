@@ -28,7 +28,7 @@ from bot.core import choices as codec
 from bot.core.bank import load_bank
 from bot.core.engine import StudyEngine
 from bot.core.values import CommunityRef
-from bot.platforms.console import Console
+from tests.console_chat import Console
 from bot.store.database import Database, upgrade
 from bot.store.repository import SqlStore
 from bot.web.app import WebServer, build_app

@@ -460,3 +460,40 @@ def level_line(level: Any) -> str:
 def levels_lines(levels: Iterable[Any]) -> list[str]:
     found = [level_line(level) for level in levels]
     return ["Your level by topic:", *found] if found else []
+
+
+# ------------------------------------------------------------------ the console
+
+CONSOLE_GREETING = "[bold]Checkpoint Study Bot[/bold]: console chat. Type /help, or /daily to start."
+CONSOLE_HELP = """Commands:
+  /daily                 open today's daily round in this channel
+  /close                 close the open daily round and reveal the answer
+  /quiz [topic]          a private practice question
+  /review                your missed questions, when they are due
+  /score                 your points, rank, accuracy, streaks and reviews due
+  /leaderboard [week|all|2026-W48]
+  /as NAME               switch to another user
+  /config [KEY VALUE]    show or change settings (channel, time, timezone, window, topics, web), pause, resume, post-now
+  /demo checkpoint [layers=16 tokens=2048 width=128 strategies=none,block ...]
+  /demo estimate preset=gpt2-small [batch=8 seq=1024 gpu-gib=24]
+  /suggest               write a question for this community's bank (guided prompts; /cancel stops)
+  /config suggestions    the questions waiting; /config approve N, note N TEXT, reject N, remove QUESTION-ID
+  /forget-me [confirm]   delete your data in this community
+  /help, /quit
+A bare line answers your pending practice question, else the open daily round
+(a letter such as b, B) or b., or the choice's text)."""
+CONSOLE_SAY_WHO = "Say who: /as NAME."
+CONSOLE_BYE = "Bye."
+CONSOLE_DEMOS_OFF = "Demos are not enabled in this session."
+
+
+def console_line_too_long(length: int, limit: int) -> str:
+    return f"That line is {length:,} characters long; the limit is {limit:,}."
+
+
+def console_now_you(name: str) -> str:
+    return f"You are now {name}."
+
+
+def unknown_command(command: str) -> str:
+    return f"Unknown command {command[:30]}; type /help for the list."

@@ -11,10 +11,14 @@ import asyncio
 import importlib
 import importlib.util
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from bot.config import Settings
 from bot.core.engine import StudyEngine
+
+if TYPE_CHECKING:
+    from bot.platforms.console import ConsoleOptions
+    from bot.platforms.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +118,24 @@ def unavailable(platforms: tuple[str, ...]) -> str | None:
     )
 
 
-async def serve(settings: Settings, engine: StudyEngine, platforms: tuple[str, ...]) -> None:
-    """Run the chat platforms on one event loop with one Runtime until one of them stops."""
+def _attach(name: str, settings: Settings, runtime: Runtime, console: ConsoleOptions | None) -> PlatformApp:
+    module = importlib.import_module(f"bot.platforms.{name}")
+    app: PlatformApp = (
+        module.attach(settings, runtime, console) if name == "console" else module.attach(settings, runtime)
+    )
+    return app
+
+
+async def serve(
+    settings: Settings,
+    engine: StudyEngine,
+    platforms: tuple[str, ...],
+    schedule: bool = True,
+    console: ConsoleOptions | None = None,
+) -> None:
+    """Run the chat platforms on one event loop with one Runtime until one of them stops (the
+    console at the end of its input). `schedule`: run the scheduler (`console --no-schedule`
+    does not); `console`: the console's options (its user, community, output)."""
     from bot.jobs import DemoJobRunner, make_backend
     from bot.platforms.runtime import Runtime
 
@@ -128,10 +148,8 @@ async def serve(settings: Settings, engine: StudyEngine, platforms: tuple[str, .
         on_finished=runtime.wake,
         parallel=settings.demo_parallel,
     )
-    apps: list[PlatformApp] = [
-        importlib.import_module(f"bot.platforms.{name}").attach(settings, runtime) for name in platforms
-    ]
-    await runtime.start()
+    apps = [_attach(name, settings, runtime, console) for name in platforms]
+    await runtime.start(schedule=schedule)
     web_server = None
     if settings.web_port is not None:  # the study web page, on this loop, engine calls through the bridge
         from bot.web.app import start_web

@@ -1,7 +1,8 @@
 """What every chat platform running in one process shares: one engine, one bridge into it,
-one scheduler for all their communities, and a deliverer per platform on the event loop.
+one scheduler for all their communities, one demo-job runner, and a deliverer per platform on
+the event loop.
 
-An adapter (Discord, Slack) builds its client, registers its `send` (render a posted card,
+An adapter (Discord, Slack, the console) builds its client, registers its `send` (render a posted card,
 send it, return the platform's message reference), and turns each event into one
 `runtime.call(engine.method, ...)`. `studybot run all` starts Discord and Slack on one loop
 with one Runtime, so a community's round is claimed once and posted by its own platform."""
@@ -13,11 +14,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
+from bot.bridge import Bridge
 from bot.core.engine import StudyEngine
 from bot.core.values import CommunityRef, ConfigCard, DemoProgressCard, DemoQueued, Problem, QuestionCard
-from bot.delivery import AsyncSend, Deliverer
+from bot.delivery import AsyncSend, Deliverer, wake_or_timeout
 from bot.jobs import DemoJobRunner
-from bot.bridge import Bridge
 from bot.schedule import StudyScheduler
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ class Runtime:
         self._serves: dict[str, Callable[[str], bool]] = {}
         self._progress: dict[str, Callable[[DemoProgressCard], Awaitable[None]]] = {}
         self._wakes: dict[str, asyncio.Event] = {}
+        self._passes: dict[str, asyncio.Lock] = {}  # one delivery pass per platform at a time
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self.scheduling = False
@@ -79,12 +81,9 @@ class Runtime:
     async def start(self, schedule: bool = True) -> None:
         """Start a deliverer task per platform, then the scheduler (its catch-up first)."""
         self._loop = asyncio.get_running_loop()
-        for platform, send in self._senders.items():
+        for platform in self._senders:
             wake = self._wakes.setdefault(platform, asyncio.Event())
-            task = asyncio.create_task(
-                self.deliverers[platform].run_forever(send, self.bridge.run, wake, self.deliver_every_s),
-                name=f"deliver-{platform}",
-            )
+            task = asyncio.create_task(self._deliver_forever(platform, wake), name=f"deliver-{platform}")
             self._tasks.append(task)
         if self.demo_runner is not None:
             await self.demo_runner.start()
@@ -124,8 +123,24 @@ class Runtime:
             log.exception("re-arming the schedule of %s failed; the periodic refresh retries", community)
 
     async def deliver_now(self, platform: str) -> int:
-        """One delivery pass at once (tests, and after a restart)."""
-        return await self.deliverers[platform].deliver_due_async(self._senders[platform], self.bridge.run)
+        """One delivery pass at once, after any pass in progress (so what was due when it is
+        called has been sent, or given its retry, when it returns): the console after each
+        line, tests."""
+        lock = self._passes.setdefault(platform, asyncio.Lock())
+        async with lock:
+            return await self.deliverers[platform].deliver_due_async(self._senders[platform], self.bridge.run)
+
+    async def _deliver_forever(self, platform: str, wake: asyncio.Event) -> None:
+        """Deliver until cancelled: every `deliver_every_s`, or at once when woken."""
+        while True:
+            try:
+                await self.deliver_now(platform)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("delivering %s posts failed; trying again shortly", platform)
+            await wake_or_timeout(wake, self.deliver_every_s)
+            wake.clear()
 
     async def stop(self) -> None:
         for task in self._tasks:

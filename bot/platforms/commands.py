@@ -1,0 +1,157 @@
+"""The text commands: how a line typed in the console, or a Slack slash command's text, becomes
+one engine call, the same call Discord's slash commands make from their typed options.
+
+A table, not a parser per platform: each command names the engine method it asks and how its
+text becomes that method's arguments. It is also the list of documented commands and options
+(`documented`): README's command list and tests/test_command_parity.py walk it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.core.values import ChannelRef, CommunityRef, UserRef
+
+EVERYWHERE = ("console", "discord", "slack")
+
+
+@dataclass(frozen=True)
+class Where:
+    """Who typed the command, and in which channel."""
+
+    user: UserRef
+    channel: ChannelRef
+
+    @property
+    def community(self) -> CommunityRef:
+        return CommunityRef(self.user.platform, self.user.community_id)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One engine call: a StudyEngine method's name and its positional arguments."""
+
+    method: str
+    args: tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class TextCommand:
+    """A command as typed: `/NAME TEXT`. `ask` is None where the platform answers it itself
+    (a form that ends in one engine call, the help)."""
+
+    name: str
+    usage: str
+    ask: Callable[[Where, str], Ask] | None
+    documented: tuple[str, ...] = ("",)  # the option texts README documents ("" = none)
+    platforms: tuple[str, ...] = EVERYWHERE
+
+
+def _quiz(where: Where, text: str) -> Ask:
+    return Ask("quiz", (where.user, where.channel, text or None))
+
+
+def _review(where: Where, _text: str) -> Ask:
+    return Ask("review", (where.user, where.channel))
+
+
+def _score(where: Where, _text: str) -> Ask:
+    return Ask("score", (where.user,))
+
+
+def _leaderboard(where: Where, text: str) -> Ask:
+    return Ask("leaderboard_for", (where.community, text or None))
+
+
+def _forget_me(where: Where, text: str) -> Ask:
+    return Ask("forget_me", (where.user, text.lower() == "confirm"))
+
+
+def _config(where: Where, text: str) -> Ask:
+    """`config [SETTING [VALUE]]`: a channel without a value (or "here") is this channel."""
+    key, _, value = text.partition(" ")
+    key, value = (key or "show").lower(), value.strip()
+    if key == "channel" and value.lower() in ("", "here", "this"):
+        value = where.channel.channel_id
+    return Ask("configure", (where.community, key, value or None))
+
+
+def _demo(where: Where, text: str) -> Ask:
+    return Ask("request_demo", (where.user, where.channel, text))
+
+
+def _daily(where: Where, _text: str) -> Ask:
+    return Ask("open_daily", (where.channel,))
+
+
+def _close(where: Where, _text: str) -> Ask:
+    return Ask("close_open_in", (where.channel,))
+
+
+TABLE: tuple[TextCommand, ...] = (
+    TextCommand("quiz", "[topic]", _quiz, ("", "fundamentals", "memory")),
+    TextCommand("review", "", _review),
+    TextCommand("score", "", _score),
+    TextCommand("leaderboard", "[week|all|2026-W48]", _leaderboard, ("", "week", "this-week", "all", "2026-W48")),
+    TextCommand(
+        "config",
+        "[show|pause|resume|post-now|KEY VALUE]",
+        _config,
+        (
+            "",
+            "show",
+            "channel",
+            "time 18:30",
+            "timezone Europe/Berlin",
+            "window 8",
+            "topics fundamentals,memory",
+            "web public",
+            "pause",
+            "resume",
+            "post-now",
+            "suggestions",
+            "approve 1",
+            "note 1 say why",
+            "reject 1",
+            "remove Q-404",
+        ),
+    ),
+    TextCommand(
+        "demo",
+        "checkpoint [layers=16 tokens=2048 ...] | estimate preset=gpt2-small [batch=8 seq=1024 gpu-gib=24]",
+        _demo,
+        ("checkpoint layers=4 tokens=64", "estimate preset=gpt2-small batch=8 seq=1024"),
+    ),
+    TextCommand("forget-me", "[confirm]", _forget_me, ("", "confirm")),
+    TextCommand("suggest", "", None),
+    TextCommand("help", "", None),
+    TextCommand("daily", "", _daily, platforms=("console",)),
+    TextCommand("close", "", _close, platforms=("console",)),
+)
+BY_NAME = {command.name: command for command in TABLE}
+
+
+def split(line: str) -> tuple[str, str]:
+    """`/Leaderboard  all ` -> ("leaderboard", "all")."""
+    command, _, rest = line.strip().partition(" ")
+    return command.lstrip("/").lower(), rest.strip()
+
+
+def lookup(name: str, platform: str) -> TextCommand | None:
+    """The table's command of that name on that platform, else None."""
+    command = BY_NAME.get(name)
+    return command if command is not None and platform in command.platforms else None
+
+
+def ask(name: str, where: Where, text: str) -> Ask | None:
+    """The engine call a command's text makes, or None where the platform answers it itself
+    (or the command is not one of the table's on this platform)."""
+    command = lookup(name, where.channel.platform)
+    if command is None or command.ask is None:
+        return None
+    return command.ask(where, text.strip())
+
+
+def documented(platform: str) -> list[tuple[str, str]]:
+    """Every documented (command, option text) on a platform, in the table's order."""
+    return [(c.name, option) for c in TABLE if platform in c.platforms for option in c.documented]

@@ -1,0 +1,303 @@
+"""The console platform: a chat in a terminal on the same Runtime, engine and database as
+Discord and Slack.
+
+Each line is one event: a slash command (parsed by the shared text-command table) or a bare
+answer, making one `runtime.call(engine.method, ...)`. Stdin is read in a thread, one line
+when the chat is ready for it, so the event loop keeps delivering posts and running demos.
+Channel posts (the daily round, reveals, leaderboards, demo results) come from the outbox
+through `send`, registered with the Runtime's deliverer like any platform's; after each line
+the posts it caused are delivered before the next line is read, so a scripted chat reads in
+order. At the end of its input the console waits (bounded) for its demos still to answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from bot.bridge import report_incident
+from bot.core import wording
+from bot.core.demo_request import parse_demo
+from bot.core.text import MAX_TEXT, clean_name
+from bot.core.values import (
+    ChannelRef,
+    CommunityRef,
+    DemoProgressCard,
+    Posted,
+    Problem,
+    QuestionCard,
+    RevealCard,
+    UserRef,
+)
+from bot.platforms import commands
+from bot.platforms.console.form import SuggestForm
+from bot.platforms.console.render import Message, render
+from bot.platforms.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "console"
+CHANNEL = "console"
+POLL_S = 0.2  # how often the end of a chat looks whether its demos have answered
+
+
+@dataclass(frozen=True)
+class ConsoleOptions:
+    """`studybot console`'s flags, and where the chat reads and writes (tests pass their own)."""
+
+    user: str = "you"
+    community: str = "local"
+    jsonl: bool = False
+    stdin: TextIO | None = None  # None: sys.stdin
+    stdout: TextIO | None = None  # None: sys.stdout
+    demo_wait_s: float = 630.0  # at the end of input, how long to wait for demos still running
+
+
+class Screen:
+    """Where the console's messages go: JSON lines, rich text on a terminal, or plain text."""
+
+    def __init__(self, stdin: TextIO, stdout: TextIO, jsonl: bool) -> None:
+        self.stdin, self.stdout, self.jsonl = stdin, stdout, jsonl
+        self.rich: Any = None
+        if stdin.isatty() and stdout.isatty() and not jsonl:
+            from rich.console import Console as RichConsole
+
+            self.rich = RichConsole()
+
+    def greet(self) -> None:
+        if self.rich is not None:
+            self.rich.print(wording.CONSOLE_GREETING)
+
+    def show(self, message: Message) -> None:
+        if self.jsonl:
+            self.stdout.write(message.as_json() + "\n")
+        elif self.rich is not None:
+            from rich.text import Text
+
+            style = {"channel": "cyan", "user": "green"}[message.to]
+            label = Text("#" + CHANNEL if message.to == "channel" else "bot → you", style=style)
+            self.rich.print(label, Text(message.text))
+        else:
+            prefix = f"[#{CHANNEL}]" if message.to == "channel" else "[to you]"
+            self.stdout.write(f"{prefix} {message.text}\n")
+        self.stdout.flush()
+
+    def read(self, who: str) -> str | None:
+        """One line (blocking; called in the reader thread), None at the end of input."""
+        if self.rich is not None:
+            try:
+                return str(self.rich.input(f"[bold]{who}>[/bold] "))
+            except (EOFError, KeyboardInterrupt):
+                return None
+        line = self.stdin.readline()
+        return line.rstrip("\n") if line else None
+
+
+class LineReader:
+    """Lines from a blocking `read`, one per `next()`, read in a daemon thread so the event
+    loop never waits on stdin (and a process stopping is never held by a pending read)."""
+
+    def __init__(self, read: Callable[[], str | None]) -> None:
+        self._read = read
+        self._asks: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, asyncio.Future[str | None]]] = (
+            queue.SimpleQueue()
+        )
+        self._thread: threading.Thread | None = None
+
+    async def next(self) -> str | None:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[str | None] = loop.create_future()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="console-stdin", daemon=True)
+            self._thread.start()
+        self._asks.put((loop, future))
+        return await future
+
+    def _work(self) -> None:
+        while True:
+            loop, future = self._asks.get()
+            try:
+                line: str | None = self._read()
+            except Exception:  # an unreadable stdin ends the chat like its end would
+                log.warning("reading the console's input failed", exc_info=True)
+                line = None
+            try:
+                loop.call_soon_threadsafe(_settle, future, line)
+            except RuntimeError:  # the loop closed meanwhile
+                return
+
+
+def _settle(future: asyncio.Future[str | None], line: str | None) -> None:
+    if not future.done():
+        future.set_result(line)
+
+
+class ConsoleApp:
+    """One console chat on the Runtime: one community, one channel, a current user."""
+
+    def __init__(
+        self, runtime: Runtime, options: ConsoleOptions, emit: Callable[[Message], None] | None = None
+    ) -> None:
+        self.runtime = runtime
+        self.engine = runtime.engine
+        self.options = options
+        self.community = options.community
+        self.channel = ChannelRef(PLATFORM, self.community, CHANNEL)
+        self.user = self._user(options.user)
+        self.form: SuggestForm | None = None  # /suggest's guided prompts, while they run
+        self.done = False
+        self._posted = 0  # channel messages so far: a post's reference is its number
+        self.screen = Screen(options.stdin or sys.stdin, options.stdout or sys.stdout, options.jsonl)
+        self.emit = emit or self.screen.show
+        self.reader = LineReader(lambda: self.screen.read(self.user.display_name))
+        community = self.community
+        runtime.add_sender(PLATFORM, self.send, serves=lambda community_id: community_id == community)
+        runtime.add_progress(PLATFORM, self.show_progress)
+
+    def _user(self, name: str) -> UserRef:
+        display = clean_name(name)
+        return UserRef(PLATFORM, self.community, display.casefold(), display)
+
+    # ------------------------------------------------------------------ posting
+
+    async def send(self, _channel: ChannelRef, card: Posted) -> str:
+        """A channel post from the outbox, printed; its reference is its number."""
+        for message in render(card):
+            self.emit(message)
+        self._posted += 1
+        return f"console:{self._posted}"
+
+    async def show_progress(self, card: DemoProgressCard) -> None:
+        for message in render(card):
+            self.emit(message)
+
+    # ------------------------------------------------------------------ running
+
+    async def run(self) -> None:
+        """Read lines until the end of input or /quit; then wait for this chat's demos."""
+        self.screen.greet()
+        await self._own_channel()
+        await self._deliver()  # the catch-up's posts, before the first prompt
+        while not self.done:
+            line = await self.reader.next()
+            if line is None:
+                break
+            await self.handle(line)
+        await self.finish_demos()
+
+    async def close(self) -> None:
+        self.done = True
+
+    async def _own_channel(self) -> None:
+        """With the scheduler running, the community's channel is the console's own (set once)."""
+        if not self.runtime.scheduling:
+            return
+        ref = CommunityRef(PLATFORM, self.community)
+        known = await self.runtime.call(self.engine.communities)
+        config = None if isinstance(known, Problem) else next((c for r, c in known if r == ref), None)
+        if config is None or config.channel_id is None:
+            await self.runtime.call(self.engine.configure, ref, "channel", CHANNEL)
+
+    async def handle(self, line: str) -> None:
+        """One line in: the messages it answers with, then the channel posts it caused."""
+        try:
+            messages = await self._answer(line)
+        except Exception:  # a bug in the console itself: the chat goes on
+            incident = report_incident("console line")
+            messages = render(Problem(wording.BUG.format(incident=incident), incident=incident))
+        for message in messages:
+            self.emit(message)
+        await self._deliver()
+
+    async def _deliver(self) -> None:
+        try:
+            await self.runtime.deliver_now(PLATFORM)
+        except Exception:  # a busy database only delays posts to the next pass
+            log.warning("delivering console posts failed; the next pass tries again", exc_info=True)
+
+    async def finish_demos(self) -> None:
+        """Wait, at most `demo_wait_s`, for this chat's queued and running demos to answer."""
+        if self.runtime.demo_runner is None:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.options.demo_wait_s
+        while loop.time() < deadline:
+            pending = await self.runtime.call(self.pending_demos)
+            if isinstance(pending, Problem) or pending == 0:
+                break
+            await asyncio.sleep(POLL_S)
+        await self._deliver()
+
+    def pending_demos(self) -> int:
+        """Demo jobs of this console's community still queued or running (an engine read)."""
+        return sum(
+            1
+            for job in self.engine.demo_jobs(50)
+            if job.platform == PLATFORM and job.community == self.community and job.state in ("queued", "running")
+        )
+
+    # ------------------------------------------------------------------ one line
+
+    async def _answer(self, line: str) -> list[Message]:
+        if len(line) > MAX_TEXT:
+            return [
+                Message("user", "error", wording.console_line_too_long(len(line), MAX_TEXT), {"message": "too long"})
+            ]
+        text = line.strip()
+        if not text:
+            return []
+        if self.form is not None and text.lower() not in ("/quit", "/exit"):
+            return await self._suggest_step(text)
+        if not text.startswith("/"):
+            card = await self.runtime.call(self.engine.answer_text, self.user, self.channel, text)
+            if card is None:
+                return [Message("user", "notice", wording.NOT_AN_ANSWER, {})]
+            return render(card)
+        name, rest = commands.split(text)
+        match name:
+            case "as":
+                if not rest:
+                    return render(Problem(wording.CONSOLE_SAY_WHO))
+                self.user = self._user(rest)
+                name = self.user.display_name
+                return [Message("user", "notice", wording.console_now_you(name), {"user": name})]
+            case "help":
+                return [Message("user", "help", wording.CONSOLE_HELP, {})]
+            case "quit" | "exit":
+                self.done = True
+                return [Message("user", "notice", wording.CONSOLE_BYE, {})]
+            case "suggest":
+                self.form = SuggestForm()
+                return [
+                    Message("user", "notice", wording.SUGGEST_STARTED, {}),
+                    Message("user", "prompt", self.form.ask(), {"field": self.form.field}),
+                ]
+            case "demo" if self.runtime.demo_runner is None:
+                refused = await self.runtime.call(parse_demo, rest)  # bad input still gets its own sentence
+                return render(refused if isinstance(refused, Problem) else Problem(wording.CONSOLE_DEMOS_OFF))
+        asked = commands.ask(name, commands.Where(self.user, self.channel), rest)
+        if asked is None:
+            return render(Problem(wording.unknown_command("/" + name)))
+        card = await self.runtime.call(getattr(self.engine, asked.method), *asked.args)
+        if isinstance(card, RevealCard):  # /close: the reveal itself is a channel post
+            return []
+        # /daily, /config post-now: the question itself is a channel post, through the outbox
+        daily = isinstance(card, QuestionCard) and card.kind == "daily"
+        return [m for m in render(card) if not (daily and m.kind == "question")]
+
+    async def _suggest_step(self, text: str) -> list[Message]:
+        """One answer to /suggest's guided prompts; the last one sends the form (one engine call)."""
+        form = self.form
+        assert form is not None
+        if text.lower() == "/cancel":
+            self.form = None
+            return [Message("user", "notice", wording.SUGGEST_CANCELLED, {})]
+        if not form.take(text):
+            return [Message("user", "prompt", form.ask(), {"field": form.field})]
+        self.form = None
+        return render(await self.runtime.call(self.engine.suggest, self.user, self.channel, form.value()))
