@@ -10,8 +10,9 @@ import pytest
 
 from bot.core import choices as codec
 from bot.core.bank import Bank
-from bot.core.engine import StudyEngine, parse_choice
+from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput, NotFound
+from bot.core.text import parse_choice
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,

@@ -1,30 +1,28 @@
 """The engine's use cases for members' questions (/suggest, the admins' queue, export) and
-adaptive practice (ratings, /quiz at the member's level, levels per topic). StudyEngine
-(bot/core/engine.py) mixes this in; it reaches the database only through StoreTx.
-
-A community's bank is the shipped bank plus its approved members' questions (never another
-community's). An approved question keeps its row when an admin removes it, so rounds that
-asked it still show and their answers stay counted; removed ones are no longer asked."""
+practice (/quiz at the member's level, /review, ratings, levels per topic). StudyEngine
+(bot/core/engine.py) mixes this in; it reaches the database only through StoreTx."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from bot.core import choices as codec
 from bot.core import rating as elo
 from bot.core import suggestions as forms
-from bot.core.bank import TOPICS, Bank, Question
+from bot.core.bank import TOPICS, Question
 from bot.core.community import CommunityConfig
+from bot.core.engine_base import FORMER_MEMBER, EngineBase
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import Store, StoreTx
+from bot.core.ports import StoreTx
 from bot.core.records import SuggestionRecord
 from bot.core.text import clean_name
 from bot.core.values import (
     ChannelRef,
     CommunityRef,
+    NothingDue,
     Notice,
     QuestionCard,
     RoundKind,
@@ -44,7 +42,6 @@ log = logging.getLogger(__name__)
 SUGGEST_PREFIX = "sb1:sg:"  # Discord's "continue" button after the first form: sb1:sg:<draft>
 QUEUE_PREFIX = "sb1:sq:"  # an admin's decision button: sb1:sq:<suggestion>:<approve|note|reject>
 ACTIONS = {"approve": "approved", "reject": "rejected", "note": "returned"}
-FORMER_MEMBER = "a former member"
 
 
 @dataclass(frozen=True)
@@ -81,67 +78,11 @@ def decode_draft(custom_id: str) -> int | None:
     return int(rest) if rest.isdigit() and len(rest) <= 12 else None
 
 
-class PracticeMixin:
-    """Members' questions and adaptive practice, for StudyEngine."""
+class PracticeMixin(EngineBase):
+    """Members' questions and practice, for StudyEngine."""
 
-    store: Store
-    bank: Bank
     practice: PracticePolicy
     suggestion_policy: SuggestionPolicy
-    _member_questions: dict[str, tuple[Question, int]]
-
-    # Provided by StudyEngine.
-    now: Callable[[], datetime]
-    _community: Callable[[StoreTx, CommunityRef | UserRef | ChannelRef], CommunityConfig]
-    _member: Callable[[StoreTx, int, UserRef], int]
-    _private_round: Callable[[StoreTx, int, int, ChannelRef, Question, RoundKind, datetime], QuestionCard]
-
-    # ------------------------------------------------------------ the bank
-
-    def _member_question(self, question_id: str, tx: StoreTx | None = None) -> Question | None:
-        """An approved member's question by id (from any state after approval), cached: its
-        content never changes once approved."""
-        cached = self._member_questions.get(question_id)
-        if cached is not None:
-            return cached[0]
-        if not question_id.startswith(forms.ID_PREFIX):
-            return None
-        if tx is None:
-            with self.store.read() as read:
-                record = read.suggestion_by_question(question_id)
-        else:
-            record = tx.suggestion_by_question(question_id)
-        if record is None or record.question_id is None:
-            return None
-        question = forms.from_body(record.question_id, record.topic, record.body, f"suggestion:{record.id}")
-        self._member_questions[question_id] = (question, record.community_id)
-        return question
-
-    def _find(self, question_id: str, tx: StoreTx | None = None) -> Question | None:
-        """A question of the shipped bank or a member's, by id."""
-        return self.bank.get(question_id) or self._member_question(question_id, tx)
-
-    def _community_questions(self, tx: StoreTx, community_id: int) -> list[Question]:
-        """The community's approved members' questions still asked, oldest first."""
-        found = []
-        for record in tx.suggestions(community_id, ("approved",)):
-            if record.question_id:
-                question = forms.from_body(record.question_id, record.topic, record.body, f"suggestion:{record.id}")
-                self._member_questions[record.question_id] = (question, community_id)
-                found.append(question)
-        return found
-
-    def _pool(self, tx: StoreTx, community_id: int) -> list[Question]:
-        return [*self.bank.questions, *self._community_questions(tx, community_id)]
-
-    def _author(self, tx: StoreTx, question_id: str) -> str | None:
-        """Who wrote a member's question (None for the shipped bank's)."""
-        if not question_id.startswith(forms.ID_PREFIX) or self.bank.get(question_id) is not None:
-            return None
-        record = tx.suggestion_by_question(question_id)
-        if record is None:
-            return None
-        return clean_name(record.author_name) if record.author_name else FORMER_MEMBER
 
     # ------------------------------------------------------------ /suggest
 
@@ -338,6 +279,69 @@ class PracticeMixin:
             author = clean_name(record.author_name) if record.author_name else FORMER_MEMBER
             by_topic.setdefault(question.topic, []).append((question, author))
         return {topic: forms.dump_yaml(topic, items) for topic, items in sorted(by_topic.items())}
+
+    # ------------------------------------------------------- practice, review
+
+    def quiz(self, user: UserRef, channel: ChannelRef, topic: str | None = None) -> QuestionCard:
+        """A private practice question at the member's level: without a topic, a review due
+        first, else the question whose predicted chance of a right answer is nearest the
+        target (PracticePolicy), never one they saw in the last 30 days; with a topic, the
+        same within it, falling back to the least seen."""
+        if topic is not None:
+            topic = topic.strip().lower()
+            if topic not in TOPICS:
+                raise InvalidInput(f"Unknown topic '{topic[:40]}'. Topics: {', '.join(TOPICS)}.")
+        now = self.now()
+        with self.store.write() as tx:
+            community = self._community(tx, user)
+            pool = [q for q in self._pool(tx, community.id) if topic is None or q.topic == topic]
+            if not pool:
+                raise NotFound(f"The bank has no questions on {topic} yet.")
+            member_id = self._member(tx, community.id, user)
+            picked = self._adaptive_pick(tx, community, member_id, topic, now)
+            if picked is not None:
+                return self._private_round(tx, community.id, member_id, channel, picked[0], picked[1], now)
+            if topic is None:
+                raise NotFound(
+                    f"You have seen every question here in the last {self.practice.fresh_days} days: "
+                    "try /review, or a topic with /quiz TOPIC."
+                )
+            seen = tx.seen_counts(member_id)
+            salt = f"{member_id}:{now.isoformat()}"
+            question = min(
+                pool,
+                key=lambda q: (seen.get(q.id, 0), hashlib.sha256(f"{salt}:{q.id}".encode()).hexdigest()),
+            )
+            return self._private_round(tx, community.id, member_id, channel, question, "practice", now)
+
+    def review(self, user: UserRef, channel: ChannelRef) -> QuestionCard | NothingDue:
+        """The user's most overdue missed question, or when the next one is due."""
+        now = self.now()
+        with self.store.write() as tx:
+            community = self._community(tx, user)
+            member_id = self._member(tx, community.id, user)
+            for question_id, due in tx.reviews(member_id):
+                question = self._find(question_id, tx)
+                if question is None:
+                    continue
+                if due > now:
+                    return NothingDue(next_due=due)
+                return self._private_round(tx, community.id, member_id, channel, question, "review", now)
+            return NothingDue(next_due=None)
+
+    def _private_round(
+        self,
+        tx: StoreTx,
+        community_id: int,
+        member_id: int,
+        channel: ChannelRef,
+        question: Question,
+        kind: RoundKind,
+        now: datetime,
+    ) -> QuestionCard:
+        order = codec.format_order(codec.draw_order(len(question.choices)))
+        row = tx.insert_private(community_id, member_id, channel.channel_id, question.id, kind, now, order)
+        return self._card(row, question)
 
     # ------------------------------------------------------- adaptive practice
 

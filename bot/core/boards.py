@@ -1,0 +1,160 @@
+"""The engine's use cases for scores and boards: /score, the member's Home, /leaderboard, the
+weekly post, streaks, and the questions the item analysis flags (shown on the weekly post,
+in /config and on the admin page). StudyEngine (bot/core/engine.py) mixes this in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from bot.core import scoring
+from bot.core.bank import Question
+from bot.core.community import CommunityConfig
+from bot.core.engine_base import EngineBase
+from bot.core.errors import InvalidInput
+from bot.core.item_analysis import UNANSWERED, ItemStats, analyse
+from bot.core.ports import StoreTx
+from bot.core.text import clean_name
+from bot.core.values import CommunityRef, HomeCard, LeaderboardCard, ScoreCard, StatsLine, TopicLevel, UserRef
+
+FLAG_MEMO = timedelta(minutes=10)  # how long /config, the weekly post and the admin page reuse the item analysis
+
+
+class BoardsMixin(EngineBase):
+    """Scores, the member's Home, leaderboards and the questions the item analysis flags."""
+
+    _flag_memo: dict[int, tuple[datetime, list[ItemStats]]]
+
+    # Provided by PracticeMixin.
+    _levels: Callable[[dict[str, tuple[float, int]]], tuple[TopicLevel, ...]]
+    difficulty: Callable[[list[Question], dict[str, tuple[float, int]]], dict[str, float]]
+
+    # ---------------------------------------------------------- scores, boards
+
+    def score(self, user: UserRef) -> ScoreCard:
+        now = self.now()
+        with self.store.read() as tx:
+            community = tx.find_community(user.platform, user.community_id)
+            member_id = tx.find_member(community.id, user.user_id) if community else None
+            return self._score_card(tx, user, community, member_id, now)
+
+    def _score_card(
+        self, tx: StoreTx, user: UserRef, community: CommunityConfig | None, member_id: int | None, now: datetime
+    ) -> ScoreCard:
+        """`score` in a unit of work already open (the member page's), the community and the
+        member already found."""
+        name = clean_name(user.display_name)
+        week = scoring.iso_week(now, community.timezone if community else self.default_timezone)
+        if community is None or member_id is None:
+            empty = StatsLine(0, 0)
+            return ScoreCard(name, week, 0, None, 0, empty, empty, 0, 0, 0)
+        stats = tx.answer_stats(member_id)
+        total = tx.points_total(member_id)
+        mine = tx.week_rank(community.id, week, member_id)  # (points, rank): not the whole board
+        streak, best = self._streaks(tx, community.id, member_id, now)
+        due = tx.reviews_due(member_id, now)
+        levels = self._levels(tx.member_ratings(member_id))
+
+        def line(kinds: tuple[str, ...]) -> StatsLine:
+            answered = sum(stats.get((k, c), 0) for k in kinds for c in (True, False))
+            return StatsLine(answered, sum(stats.get((k, True), 0) for k in kinds))
+
+        return ScoreCard(
+            user=name,
+            week=week,
+            week_points=mine[0] if mine else 0,
+            week_rank=mine[1] if mine else None,
+            total_points=total,
+            daily=line(("daily",)),
+            practice=line(("practice", "review")),
+            streak=streak,
+            best_streak=best,
+            reviews_due=due,
+            link=self._member_link(user),
+            levels=levels,
+        )
+
+    @staticmethod
+    def _streaks(tx: StoreTx, community_id: int, member_id: int, now: datetime) -> tuple[int, int]:
+        outcomes: list[bool | None] = []
+        for closed_at, closes_at, correct in tx.daily_outcomes(community_id, member_id):
+            still_open = closed_at is None and (closes_at is None or closes_at > now)
+            if still_open and correct is None and not outcomes:
+                continue  # an open round not yet answered does not break the streak
+            outcomes.append(correct)
+        return scoring.leading_run(outcomes), scoring.best_run(reversed(outcomes))
+
+    def home(self, user: UserRef) -> HomeCard:
+        """A member's own page: their score, streak and reviews due, and this week's board."""
+        return HomeCard(self.score(user), self.leaderboard(CommunityRef(user.platform, user.community_id)))
+
+    def leaderboard(self, community: CommunityRef, week: str | None = None, all_time: bool = False) -> LeaderboardCard:
+        """The weekly (ISO week in the community's zone; default this week) or all-time board."""
+        if week is not None:
+            try:
+                week = scoring.parse_week(week)
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
+        with self.store.read() as tx:
+            config = tx.find_community(community.platform, community.community_id)
+            tz = config.timezone if config else self.default_timezone
+            scope = "all" if all_time else (week or scoring.iso_week(self.now(), tz))
+            board = [] if config is None else scoring.rank_rows(tx.board(config.id, None if all_time else scope))
+        return LeaderboardCard(community=community.community_id, scope=scope, rows=tuple(r for _, r in board))
+
+    def leaderboard_for(self, community: CommunityRef, scope: str | None = None) -> LeaderboardCard:
+        """`/leaderboard [week|all|2026-W48]` as typed in chat."""
+        text = (scope or "").strip()
+        if text.lower() in ("", "week", "this-week"):
+            return self.leaderboard(community)
+        if text.lower() in ("all", "all-time", "alltime"):
+            return self.leaderboard(community, all_time=True)
+        return self.leaderboard(community, week=text)
+
+    def weekly_post(self, community: CommunityRef, week: str) -> LeaderboardCard | None:
+        """Claim `week`'s leaderboard post and queue it; None when it was claimed before."""
+        now = self.now()
+        with self.store.write() as tx:
+            config = self._community(tx, community)
+            if not tx.claim_week(config.id, week, now):
+                return None
+            board = scoring.rank_rows(tx.board(config.id, week))
+            if config.channel_id is not None:
+                tx.enqueue(config.id, config.channel_id, "leaderboard", week, now)
+            flagged = tuple(stats.question_id for stats in self._flagged(tx, config.id))
+        return LeaderboardCard(
+            community=community.community_id, scope=week, rows=tuple(r for _, r in board), flagged=flagged
+        )
+
+    def _flagged(self, tx: StoreTx, community_id: int) -> list[ItemStats]:
+        """The community's questions the item analysis flags (a likely wrong key, too easy, a
+        distractor nobody picks), from its members' answers; unanswered ones are not news.
+        The analysis reads every answer of the community (seconds at a million), so /config,
+        the weekly post and the admin page share its result for FLAG_MEMO."""
+        now = self.now()
+        memo = self._flag_memo.get(community_id)
+        if memo is not None and timedelta(0) <= now - memo[0] < FLAG_MEMO:
+            return memo[1]
+        found = []
+        questions = self._pool(tx, community_id)
+        ratings = self.difficulty(questions, tx.question_ratings(q.id for q in questions))
+        for stats in analyse(tx.answer_rows(community_id), questions, ratings=ratings):
+            flags = tuple(flag for flag in stats.flags if flag != UNANSWERED)
+            if flags:
+                found.append(replace(stats, flags=flags))
+        self._flag_memo[community_id] = (now, found)
+        return found
+
+    def _flag_alerts(self, tx: StoreTx, community_id: int) -> tuple[str, ...]:
+        flagged = self._flagged_lines(tx, community_id, self.now())
+        return tuple(f"Question {line}" for _, lines in flagged for line in lines)
+
+    def _flagged_lines(self, tx: StoreTx, community_id: int, now: datetime) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Each flagged question with what the item analysis says of it, choices by their text."""
+        found = []
+        for stats in self._flagged(tx, community_id):
+            question = self._find(stats.question_id, tx)
+            texts = [c.text for c in question.choices] if question else []
+            found.append((stats.question_id, tuple(stats.describe(texts))))
+        return tuple(found)

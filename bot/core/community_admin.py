@@ -1,0 +1,152 @@
+"""The engine's use cases for a community's admins and its members' data: /config (show or
+change a setting, pause, resume, post now, the members' questions queue), /forget-me, the
+CSV export and the list of communities. StudyEngine (bot/core/engine.py) mixes this in."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from bot.core.community import CONFIG_ALIASES, CommunityConfig, parse_setting
+from bot.core.engine_base import EngineBase
+from bot.core.errors import InvalidInput, NotFound
+from bot.core.ports import StoreTx
+from bot.core.records import OutboxRecord
+from bot.core.text import clean_name
+from bot.core.values import (
+    AlreadyOpen,
+    ChannelRef,
+    CommunityRef,
+    ConfigCard,
+    ConfirmForget,
+    Forgotten,
+    Notice,
+    QuestionCard,
+    SuggestionDecided,
+    SuggestionQueue,
+    UserRef,
+    letter,
+)
+
+log = logging.getLogger(__name__)
+
+
+class CommunityAdminMixin(EngineBase):
+    """/forget-me, /config and the export, for StudyEngine."""
+
+    # Provided by RoundsMixin, OutboxMixin, BoardsMixin and PracticeMixin.
+    open_daily: Callable[[ChannelRef], QuestionCard | AlreadyOpen]
+    _alert: Callable[[OutboxRecord], str]
+    _flag_alerts: Callable[[StoreTx, int], tuple[str, ...]]
+    suggestion_queue: Callable[[CommunityRef], SuggestionQueue]
+    remove_question: Callable[[CommunityRef, str], Notice]
+    decide_suggestion: Callable[[CommunityRef, int, str, str | None], SuggestionDecided | Notice]
+
+    # --------------------------------------------------------- forget, config
+
+    def forget_me(self, user: UserRef, confirm: bool = False) -> ConfirmForget | Forgotten:
+        """Delete a user's data in this community, only once they confirm. A daily round they
+        answered that is still open keeps only a salted hash of who they were, so that their
+        first answer stays final; it goes when the round closes."""
+        name = clean_name(user.display_name)
+        now = self.now()
+        with self.store.write() as tx:
+            community = tx.find_community(user.platform, user.community_id)
+            member_id = tx.find_member(community.id, user.user_id) if community else None
+            answers = 0 if member_id is None else tx.answer_count(member_id)
+            if not confirm:
+                return ConfirmForget(user=name, answers=answers)
+            if member_id is not None:
+                tx.mark_forgotten(tx.open_daily_answered_by(member_id, now), self._forget_key(user))
+                tx.delete_member(member_id)
+        log.info("forgot a member of %s/%s (%s answers)", user.platform, user.community_id, answers)
+        return Forgotten(user=name, answers_deleted=answers)
+
+    def config(self, community: CommunityRef, key: str | None = None, value: str | None = None) -> ConfigCard:
+        """Show the community's settings (and what an admin should know), or change one."""
+        with self.store.write() as tx:
+            current = self._community(tx, community)
+            alerts = tuple(self._alert(item) for item in tx.undelivered(current.id))
+            alerts += self._flag_alerts(tx, current.id)
+            if key is None:
+                return ConfigCard(
+                    community=current.name,
+                    settings=current.as_pairs(),
+                    alerts=alerts,
+                    link=self._admin_link(community),
+                )
+            column, stored = parse_setting(key, value)
+            updated = tx.update_community(current.id, column, stored)
+        return ConfigCard(
+            community=updated.name,
+            settings=updated.as_pairs(),
+            changed=key.strip().lower().replace("-", "_"),
+            link=self._admin_link(community),
+        )
+
+    def configure(
+        self, community: CommunityRef, key: str | None = None, value: str | None = None
+    ) -> ConfigCard | QuestionCard | AlreadyOpen | Notice | SuggestionQueue | SuggestionDecided:
+        """`/config ...` as typed in chat: show, a setting (short names allowed: time, window),
+        pause, resume, post-now (open today's round in the configured channel now), or the
+        members' questions: suggestions, approve N, note N TEXT, reject N, remove QUESTION-ID."""
+        word = (key or "show").strip().lower()
+        if word == "show":
+            return self.config(community)
+        if word == "pause":
+            return self.config(community, "paused", "on")
+        if word == "resume":
+            return self.config(community, "paused", "off")
+        if word in ("post-now", "post_now", "postnow"):
+            with self.store.read() as tx:
+                current = tx.find_community(community.platform, community.community_id)
+            if current is None or current.channel_id is None:
+                return Notice("No channel is set for this community: set one with /config channel first.")
+            return self.open_daily(ChannelRef(community.platform, community.community_id, current.channel_id))
+        if word in ("suggestions", "approve", "reject", "note", "remove"):
+            return self._queue_command(community, word, value)
+        return self.config(community, CONFIG_ALIASES.get(word, word), value)
+
+    def _queue_command(
+        self, community: CommunityRef, word: str, value: str | None
+    ) -> SuggestionQueue | SuggestionDecided | Notice:
+        """`/config suggestions`, `/config approve|reject N`, `/config note N TEXT`,
+        `/config remove QUESTION-ID`."""
+        if word == "suggestions":
+            return self.suggestion_queue(community)
+        target, _, rest = (value or "").strip().partition(" ")
+        if word == "remove":
+            if not target:
+                raise InvalidInput("Say which question: /config remove QUESTION-ID.")
+            return self.remove_question(community, target)
+        number = target.lstrip("#")
+        if not number.isdigit():
+            raise InvalidInput(f"Say which suggestion: /config {word} NUMBER{' NOTE' if word == 'note' else ''}.")
+        return self.decide_suggestion(community, int(number), word, rest.strip() or None)
+
+    def communities(self) -> list[tuple[CommunityRef, CommunityConfig]]:
+        """Every community the bot knows, with its settings (for the scheduler)."""
+        with self.store.read() as tx:
+            return tx.communities()
+
+    def export_rows(self, community: CommunityRef) -> list[dict[str, object]]:
+        """Every answer in a community, one dict each (for CSV export); choices as shown."""
+        with self.store.read() as tx:
+            config = tx.find_community(community.platform, community.community_id)
+            if config is None:
+                raise NotFound(f"No community '{community.community_id}' on {community.platform}.")
+            rows = tx.export(config.id)
+        return [
+            {
+                "answered_at": r.answered_at.isoformat(),
+                "week": r.week,
+                "user_id": r.user_id,
+                "user": r.display_name,
+                "kind": r.kind,
+                "question": r.question_id,
+                "choice": letter(r.choice),
+                "correct": r.correct,
+                "points": r.points,
+            }
+            for r in rows
+        ]

@@ -1,0 +1,119 @@
+"""The engine's use cases for demo jobs: a member's /demo request (validated, rate-limited,
+queued), and what a runner reports (claimed, progress, finished, failed), each result
+queued as a post in the channel that asked. StudyEngine (bot/core/engine.py) mixes this in."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from bot.core.demo_request import parse_demo
+from bot.core.demo_result import progress_card
+from bot.core.engine_base import EngineBase
+from bot.core.errors import InvalidInput
+from bot.core.records import DemoJobRecord
+from bot.core.text import clean_name
+from bot.core.values import ChannelRef, DemoProgressCard, DemoQueued, UserRef
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DemoPolicy:
+    """Who may queue a demo: one per member every `cooldown_s`, at most `max_waiting` queued
+    per community (one runs at a time per community)."""
+
+    cooldown_s: float = 600.0
+    max_waiting: int = 5
+
+
+def _duration(span: timedelta) -> str:
+    seconds = max(1, int(span.total_seconds()))
+    if seconds < 90:
+        return f"{seconds} s"
+    return f"{round(seconds / 60)} min"
+
+
+class DemoJobsMixin(EngineBase):
+    """/demo requests and what the demo runners report, for StudyEngine."""
+
+    demos: DemoPolicy
+
+    # ------------------------------------------------------------------- demos
+
+    def request_demo(self, user: UserRef, channel: ChannelRef, text: str) -> DemoQueued:
+        """Validate a `/demo ...` request and queue it. Refused, with a sentence: a member
+        within their cooldown, a community whose queue is full."""
+        request = parse_demo(text)
+        now = self.now()
+        name = clean_name(user.display_name)
+        with self.store.write() as tx:
+            community = self._community(tx, user)
+            last = tx.last_demo_at(community.id, user.user_id)
+            cooldown = timedelta(seconds=self.demos.cooldown_s)
+            if last is not None and now - last < cooldown:
+                wait = int((last + cooldown - now).total_seconds()) + 1
+                raise InvalidInput(
+                    f"You asked for a demo {_duration(now - last)} ago; one per member every "
+                    f"{_duration(cooldown)}, so the next one is possible in {_duration(timedelta(seconds=wait))}."
+                )
+            if tx.demos_waiting(community.id) >= self.demos.max_waiting:
+                raise InvalidInput(
+                    f"{self.demos.max_waiting} demos are already waiting here; ask again when one has finished."
+                )
+            job_id = tx.add_demo(
+                community.id, channel.channel_id, user.user_id, name, request.module, request.args, now
+            )
+            position = tx.demo_position(job_id, community.id)
+        log.info("queued demo %s (%s) for %s at position %s", job_id, request.module, channel, position)
+        return DemoQueued(job_id=job_id, position=position, module=request.module, user=name, args=request.args)
+
+    def demo_message(self, job_id: int, message_ref: str) -> None:
+        """The platform's reference of the message that announced a queued demo (to edit)."""
+        with self.store.write() as tx:
+            tx.set_demo_ref(job_id, message_ref)
+
+    def claim_demo(self, worker: str, backend: str) -> DemoJobRecord | None:
+        """The next demo to run (one at a time per community), marked running."""
+        with self.store.write() as tx:
+            return tx.claim_demo(worker, backend, self.now())
+
+    def demo_progress(self, job_id: int, progress: dict[str, object]) -> DemoProgressCard | None:
+        """Keep a running demo's progress (`total`, `info`, `rows`); the card shows it."""
+        with self.store.write() as tx:
+            tx.set_demo_progress(job_id, json.dumps(progress))
+            job = tx.get_demo(job_id)
+        return None if job is None else progress_card(job)
+
+    def demo_finished(self, job_id: int, result: dict[str, object], chart_path: str | None) -> bool:
+        """A demo's result: stored, and its post queued in the channel where it was asked."""
+        return self._end_demo(job_id, "done", json.dumps(result), chart_path, None)
+
+    def demo_failed(self, job_id: int, reason: str) -> bool:
+        """A demo that did not finish: the reason is stored and said in its channel."""
+        return self._end_demo(job_id, "failed", None, None, reason)
+
+    def _end_demo(self, job_id: int, state: str, result: str | None, chart_path: str | None, error: str | None) -> bool:
+        now = self.now()
+        with self.store.write() as tx:
+            if not tx.finish_demo(job_id, state, now, result, chart_path, error):
+                return False
+            job = tx.get_demo(job_id)
+            if job is not None:
+                tx.enqueue(job.community_id, job.channel_id, "demo", str(job_id), now)
+        log.info("demo %s %s%s", job_id, state, f": {error}" if error else "")
+        return True
+
+    def interrupted_demos(self, reason: str = "the bot restarted while it ran; ask again with /demo.") -> int:
+        """At start: demos left running by a process that stopped are failed, and their
+        askers told in the channel. Returns how many."""
+        with self.store.read() as tx:
+            running = tx.demo_ids(("running",))
+        return sum(1 for job_id in running if self.demo_failed(job_id, reason))
+
+    def demo_jobs(self, limit: int = 50) -> list[DemoJobRecord]:
+        """The newest demo jobs, newest first (for `studybot jobs`)."""
+        with self.store.read() as tx:
+            return tx.recent_demos(limit)

@@ -1,0 +1,154 @@
+"""EngineBase: the attributes and helpers every part of StudyEngine shares; the use-case
+mixins (rounds, practice, boards, outbox, web pages, community admin, demo jobs) inherit it
+and StudyEngine (bot/core/engine.py) composes them. It imports none of them.
+
+A community's bank is the shipped bank plus its approved members' questions (never another
+community's). An approved question keeps its row when an admin removes it, so rounds that
+asked it still show and their answers stay counted; removed ones are no longer asked."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from bot.core import choices as codec
+from bot.core import suggestions as forms
+from bot.core.bank import Bank, Question
+from bot.core.community import CommunityConfig
+from bot.core.errors import NotFound
+from bot.core.ports import Links, Store, StoreTx
+from bot.core.records import RoundRecord
+from bot.core.text import clean_name
+from bot.core.values import ChannelRef, CommunityRef, QuestionCard, UserRef
+
+FORMER_MEMBER = "a former member"
+
+
+class EngineBase:
+    """What every use case of StudyEngine shares: its collaborators (set by StudyEngine's
+    __init__) and the helpers that find a community, a member, a question and a round's card."""
+
+    store: Store
+    bank: Bank
+    clock: Callable[[], datetime]
+    default_timezone: str
+    default_window_hours: int
+    forget_salt: str
+    links: Links | None
+    _member_questions: dict[str, tuple[Question, int]]  # approved members' questions
+
+    # ----------------------------------------------------------------- helpers
+
+    def now(self) -> datetime:
+        moment = self.clock()
+        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+    def _community(self, tx: StoreTx, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig:
+        """The community's settings, creating it with the defaults on first use."""
+        return tx.ensure_community(
+            ref.platform,
+            ref.community_id,
+            clean_name(ref.community_id),
+            self.default_timezone,
+            self.default_window_hours,
+            self.now(),
+        )
+
+    @staticmethod
+    def _community_filter(tx: StoreTx, community: CommunityRef | None) -> int | None:
+        """For queries over one community or all: None means every community; a community
+        never seen gets an id no row has (-1), so its query finds nothing."""
+        if community is None:
+            return None
+        config = tx.find_community(community.platform, community.community_id)
+        return -1 if config is None else config.id
+
+    def _member(self, tx: StoreTx, community_id: int, user: UserRef) -> int:
+        return tx.upsert_member(community_id, user.user_id, clean_name(user.display_name), self.now())
+
+    def _question(self, question_id: str, tx: StoreTx | None = None) -> Question:
+        question = self._find(question_id, tx)
+        if question is None:
+            raise NotFound("That question is no longer in the bank, so it cannot be answered.")
+        return question
+
+    @staticmethod
+    def _order(round_row: RoundRecord, question: Question) -> tuple[int, ...]:
+        return codec.parse_order(round_row.choice_order, len(question.choices))
+
+    def _card(self, round_row: RoundRecord, question: Question, admin_note: str | None = None) -> QuestionCard:
+        order = self._order(round_row, question)
+        return QuestionCard(
+            round_id=round_row.id,
+            question_id=question.id,
+            kind=round_row.kind,
+            topic=question.topic,
+            difficulty=question.difficulty,
+            prompt=question.prompt,
+            choices=tuple(question.choices[i].text for i in order),
+            closes_at=round_row.closes_at,
+            late=round_row.late,
+            admin_note=admin_note,
+        )
+
+    def _forget_key(self, user: UserRef) -> str:
+        text = f"{self.forget_salt}|{user.platform}|{user.community_id}|{user.user_id}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    # ------------------------------------------------------------------- links
+
+    def _member_link(self, user: UserRef) -> str | None:
+        if self.links is None:
+            return None
+        return self.links.member(CommunityRef(user.platform, user.community_id), user.user_id)
+
+    def _admin_link(self, community: CommunityRef) -> str | None:
+        return None if self.links is None else self.links.admin(community)
+
+    # ------------------------------------------------------------ the bank
+
+    def _member_question(self, question_id: str, tx: StoreTx | None = None) -> Question | None:
+        """An approved member's question by id (from any state after approval), cached: its
+        content never changes once approved."""
+        cached = self._member_questions.get(question_id)
+        if cached is not None:
+            return cached[0]
+        if not question_id.startswith(forms.ID_PREFIX):
+            return None
+        if tx is None:
+            with self.store.read() as read:
+                record = read.suggestion_by_question(question_id)
+        else:
+            record = tx.suggestion_by_question(question_id)
+        if record is None or record.question_id is None:
+            return None
+        question = forms.from_body(record.question_id, record.topic, record.body, f"suggestion:{record.id}")
+        self._member_questions[question_id] = (question, record.community_id)
+        return question
+
+    def _find(self, question_id: str, tx: StoreTx | None = None) -> Question | None:
+        """A question of the shipped bank or a member's, by id."""
+        return self.bank.get(question_id) or self._member_question(question_id, tx)
+
+    def _community_questions(self, tx: StoreTx, community_id: int) -> list[Question]:
+        """The community's approved members' questions still asked, oldest first."""
+        found = []
+        for record in tx.suggestions(community_id, ("approved",)):
+            if record.question_id:
+                question = forms.from_body(record.question_id, record.topic, record.body, f"suggestion:{record.id}")
+                self._member_questions[record.question_id] = (question, community_id)
+                found.append(question)
+        return found
+
+    def _pool(self, tx: StoreTx, community_id: int) -> list[Question]:
+        return [*self.bank.questions, *self._community_questions(tx, community_id)]
+
+    def _author(self, tx: StoreTx, question_id: str) -> str | None:
+        """Who wrote a member's question (None for the shipped bank's)."""
+        if not question_id.startswith(forms.ID_PREFIX) or self.bank.get(question_id) is not None:
+            return None
+        record = tx.suggestion_by_question(question_id)
+        if record is None:
+            return None
+        return clean_name(record.author_name) if record.author_name else FORMER_MEMBER

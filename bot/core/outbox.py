@@ -1,0 +1,149 @@
+"""The engine's use cases for the outbox: a platform's deliverer claims the posts due (their
+cards rebuilt from the database), says which were delivered and which failed (retried with
+backoff, or given up), and admins read what could not be posted. StudyEngine
+(bot/core/engine.py) mixes this in."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from bot.core import scoring
+from bot.core.demo_result import outcome_card
+from bot.core.engine_base import EngineBase
+from bot.core.errors import NotFound
+from bot.core.item_analysis import ItemStats
+from bot.core.ports import StoreTx
+from bot.core.records import OutboxRecord
+from bot.core.values import ChannelRef, CommunityRef, Delivery, LeaderboardCard, Posted, RevealCard
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    """How the outbox retries a post that failed: `max_attempts` tries in all, waiting
+    `base_delay_s` doubled after each failure up to `max_delay_s` (6 tries span about 30
+    minutes with the defaults), or longer when the platform asked (a retry-after)."""
+
+    max_attempts: int = 6
+    base_delay_s: float = 60.0
+    max_delay_s: float = 960.0
+    lease_s: float = 120.0
+
+    def delay(self, attempts: int, retry_after: float | None = None) -> timedelta:
+        """The wait after the `attempts`-th failed try (1 for the first)."""
+        backoff = min(self.max_delay_s, self.base_delay_s * 2 ** max(0, attempts - 1))
+        return timedelta(seconds=max(backoff, retry_after or 0.0))
+
+
+class OutboxMixin(EngineBase):
+    """What deliverers ask of the outbox: the posts due, and how each try went."""
+
+    delivery: DeliveryPolicy
+
+    # Provided by RoundsMixin and BoardsMixin.
+    _reveal: Callable[[StoreTx, int], RevealCard]
+    _flagged: Callable[[StoreTx, int], list[ItemStats]]
+
+    # ------------------------------------------------------------------ outbox
+
+    def due_posts(
+        self,
+        platform: str,
+        worker: str,
+        community: str | None = None,
+        limit: int = 20,
+        serves: Callable[[str], bool] | None = None,
+    ) -> list[Delivery]:
+        """Claim the posts due for `platform` (optionally one community, or those `serves`
+        accepts by community id) for `worker`, with their cards rebuilt from the database. A
+        post whose card can no longer be built (its question left the bank) is given up at once."""
+        now = self.now()
+        lease = timedelta(seconds=self.delivery.lease_s)
+        with self.store.read() as tx:  # most passes find nothing: no write lock for them
+            if not tx.outbox_due(platform, now):
+                return []
+        with self.store.write() as tx:
+            rows = tx.claim_outbox(platform, community, worker, now, lease, limit, serves=serves)
+            deliveries = []
+            for row in rows:
+                try:
+                    card = self._outbox_card(tx, row)
+                except NotFound as exc:
+                    tx.outbox_give_up(row.id, exc.message)
+                    log.warning("gave up post %s (%s %s): %s", row.id, row.kind, row.key, exc.message)
+                    continue
+                channel = ChannelRef(row.platform, row.community, row.channel_id)
+                deliveries.append(Delivery(row.id, channel, card, row.attempts))
+        return deliveries
+
+    def _outbox_card(self, tx: StoreTx, row: OutboxRecord) -> Posted:
+        if row.kind == "demo":
+            job = tx.get_demo(int(row.key))
+            if job is None:
+                raise NotFound(f"Demo #{row.key} is gone.")
+            return outcome_card(job)
+        if row.kind == "question":
+            round_row = tx.get_round(int(row.key))
+            return self._card(round_row, self._question(round_row.question_id, tx))
+        if row.kind == "reveal":
+            return self._reveal(tx, int(row.key))
+        board = scoring.rank_rows(tx.board(row.community_id, row.key))
+        flagged = tuple(stats.question_id for stats in self._flagged(tx, row.community_id))
+        return LeaderboardCard(community=row.community, scope=row.key, rows=tuple(r for _, r in board), flagged=flagged)
+
+    def delivered(self, outbox_id: int, message_ref: str | None) -> None:
+        """A post reached its channel: keep the platform's reference to it (the question's is
+        also kept on its round, so the reveal can edit or thread under it)."""
+        with self.store.write() as tx:
+            tx.outbox_sent(outbox_id, message_ref, self.now())
+            row = tx.outbox_row(outbox_id)
+            if row is not None and row.kind == "question" and message_ref:
+                tx.set_round_ref(int(row.key), message_ref)
+
+    def delivery_failed(
+        self, outbox_id: int, error: str, permanent: bool = False, retry_after: float | None = None
+    ) -> bool:
+        """A try failed: schedule the next one with backoff, or give up (a permanent error,
+        or the last allowed try). Returns True when the post was given up."""
+        now = self.now()
+        with self.store.write() as tx:
+            row = tx.outbox_row(outbox_id)
+            if row is None or row.state != "pending":
+                return True
+            attempts = row.attempts + 1
+            if permanent or attempts >= self.delivery.max_attempts:
+                tx.outbox_give_up(outbox_id, error)
+                log.warning(
+                    "gave up posting %s %s in %s/%s after %s tries: %s",
+                    row.kind,
+                    row.key,
+                    row.platform,
+                    row.channel_id,
+                    attempts,
+                    error,
+                )
+                return True
+            tx.outbox_retry(outbox_id, error, now + self.delivery.delay(attempts, retry_after))
+        return False
+
+    def undelivered(self, community: CommunityRef | None = None) -> list[str]:
+        """Sentences for admins about posts that failed: given up, or waiting for a retry."""
+        with self.store.read() as tx:
+            return [self._alert(row) for row in tx.undelivered(self._community_filter(tx, community))]
+
+    @staticmethod
+    def _alert(row: OutboxRecord) -> str:
+        what = {"question": f"daily round #{row.key}", "reveal": f"reveal of round #{row.key}"}.get(
+            row.kind, f"leaderboard {row.key}"
+        )
+        tries = f"{row.attempts} tr{'y' if row.attempts == 1 else 'ies'}"
+        if row.state == "failed":
+            return f"Could not post the {what} in channel {row.channel_id} ({tries}, gave up): {row.last_error}"
+        return (
+            f"Posting the {what} in channel {row.channel_id} failed ({tries}; next try "
+            f"{row.next_try:%Y-%m-%d %H:%M} UTC): {row.last_error}"
+        )

@@ -1,0 +1,390 @@
+"""The engine's use cases for rounds: open the daily round, score answers (a button, a text
+reply, a reply in the question's thread), close a round and reveal it. StudyEngine
+(bot/core/engine.py) mixes this in."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+from bot.core import choices as codec
+from bot.core import review as spaced
+from bot.core import scoring
+from bot.core.bank import Question
+from bot.core.community import CommunityConfig
+from bot.core.engine_base import EngineBase
+from bot.core.errors import InvalidInput, NotFound
+from bot.core.ports import StoreTx
+from bot.core.records import NewAnswer, RoundRecord
+from bot.core.text import MAX_TEXT, clean_name, looks_like_letter, parse_choice
+from bot.core.values import (
+    AlreadyAnswered,
+    AlreadyOpen,
+    AnswerFeedback,
+    AnswerWithHome,
+    ChannelRef,
+    ChoiceReveal,
+    CommunityRef,
+    HomeCard,
+    Notice,
+    QuestionCard,
+    RevealCard,
+    RoundClosed,
+    UserRef,
+    letter,
+)
+
+log = logging.getLogger(__name__)
+
+LOW_BANK = 7
+# How long a platform event id is remembered (Slack retries within minutes).
+EVENT_MEMORY = timedelta(days=1)
+
+
+class RoundsMixin(EngineBase):
+    """The daily round, answers (buttons, text, thread replies) and the reveal, for StudyEngine."""
+
+    # Provided by PracticeMixin and BoardsMixin.
+    _rate: Callable[[StoreTx, int, Question, bool], None]
+    home: Callable[[UserRef], HomeCard]
+
+    # ------------------------------------------------------------- daily round
+
+    def open_daily(self, channel: ChannelRef, late: bool = False) -> QuestionCard | AlreadyOpen:
+        """Open today's round in `channel` (local day of the community), at most once, and
+        queue its post."""
+        now = self.now()
+        with self.store.write() as tx:
+            community = self._community(tx, channel)
+            day = scoring.local_date(now, community.timezone).isoformat()
+            key = f"{community.id}|{channel.channel_id}|{day}"
+            existing = tx.daily_round_id(key)
+            if existing is not None:
+                return AlreadyOpen(round_id=existing, local_date=day)
+            question, unasked_left = self._next_daily_question(tx, community)
+            row = tx.insert_daily(
+                community_id=community.id,
+                channel_id=channel.channel_id,
+                question_id=question.id,
+                local_date=day,
+                daily_key=key,
+                opened_at=now,
+                closes_at=now + timedelta(hours=community.window_hours),
+                late=late,
+                choice_order=codec.format_order(codec.draw_order(len(question.choices))),
+            )
+            if row is None:  # another process opened it between our read and write
+                return AlreadyOpen(round_id=tx.daily_round_id(key) or 0, local_date=day)
+            tx.enqueue(community.id, channel.channel_id, "question", str(row.id), now)
+        note = None
+        if unasked_left < LOW_BANK:
+            note = (
+                f"Questions not yet asked in this community: {unasked_left}. After that the least "
+                "recently asked come back; add questions to the bank to keep rounds fresh."
+            )
+        log.info("opened daily round %s (%s) in %s", row.id, question.id, channel)
+        return self._card(row, question, admin_note=note)
+
+    def _next_daily_question(self, tx: StoreTx, community: CommunityConfig) -> tuple[Question, int]:
+        own = self._community_questions(tx, community.id)
+        pool = [q for q in [*self.bank.questions, *own] if not community.topics or q.topic in community.topics]
+        if not pool:
+            pool = [*self.bank.questions, *own]
+        last_asked = tx.daily_last_asked(community.id)
+        fresh_own = [q for q in own if q in pool and q.id not in last_asked]
+        if fresh_own:  # a member's question just approved comes in the next round
+            return fresh_own[0], sum(1 for q in pool if q.id not in last_asked) - 1
+
+        def spread(q: Question) -> str:  # a stable order that differs between communities
+            return hashlib.sha256(f"{community.id}:{q.id}".encode()).hexdigest()
+
+        unasked = sorted((q for q in pool if q.id not in last_asked), key=spread)
+        if unasked:
+            return unasked[0], len(unasked) - 1
+        return min(pool, key=lambda q: (last_asked[q.id], spread(q))), 0
+
+    # ------------------------------------------------------------------ answers
+
+    def answer(self, user: UserRef, round_id: int, choice: int) -> AnswerFeedback | AlreadyAnswered | RoundClosed:
+        """Score a user's first answer to a round (`choice`: the index they were shown);
+        later answers change nothing."""
+        now = self.now()
+        # Read first, without the write lock: repeats (double clicks, retries) and answers to
+        # closed or foreign rounds end here, so only a first answer ever queues to write.
+        with self.store.read() as tx:
+            found = tx.answer_context(round_id, user.user_id, user.platform, user.community_id, self._forget_key(user))
+        if found is None:
+            raise NotFound(f"There is no question #{round_id} in this community.")
+        row = found.round
+        if row.kind != "daily" and row.member_id != found.known_member:
+            raise NotFound(f"Question #{round_id} was someone else's practice question.")
+        if found.previous is not None:
+            return AlreadyAnswered(round_id=round_id, chosen=letter(found.previous))
+        if found.forgotten:  # their first answer stays final though its record is gone
+            return AlreadyAnswered(round_id=round_id, chosen=None)
+        question = self._question(row.question_id)
+        if not 0 <= choice < len(question.choices):
+            raise InvalidInput(f"Choose one of {', '.join(letter(i) for i in range(len(question.choices)))}.")
+        order = self._order(row, question)
+        shown_answer = order.index(question.answer_index)
+        if row.closed_at is not None or (row.closes_at is not None and row.closes_at <= now):
+            return RoundClosed(round_id=round_id, answer=letter(shown_answer))
+        correct = choice == shown_answer
+        # Everything that needs no database is done before queueing for the writer.
+        name = clean_name(user.display_name)
+        week = scoring.iso_week(now, found.timezone)
+        miss_card = None if correct else spaced.first_miss_later(now)
+
+        def write(tx: StoreTx) -> tuple[int, int] | AlreadyAnswered:
+            member_id = tx.upsert_member(row.community_id, user.user_id, name, now)
+            bonus = 0
+            points = 0
+            if row.kind == "daily" and correct:
+                run = scoring.leading_run(
+                    tx.earlier_outcomes(row.community_id, member_id, round_id, scoring.MAX_STREAK_BONUS)
+                )
+                points = scoring.daily_points(True, run)
+                bonus = points - scoring.BASE_POINTS
+            stored = tx.insert_answer(
+                NewAnswer(
+                    round_id=round_id,
+                    member_id=member_id,
+                    community_id=row.community_id,
+                    kind=row.kind,
+                    choice=choice,
+                    correct=correct,
+                    points=points,
+                    answered_at=now,
+                    week=week,
+                )
+            )
+            if not stored:  # a concurrent duplicate (double click, Slack retry)
+                chosen = tx.answer_choice(round_id, member_id)
+                return AlreadyAnswered(round_id=round_id, chosen=letter(chosen or 0))
+            self._schedule_review(tx, row, member_id, question.id, correct, now, miss_card)
+            self._rate(tx, member_id, question, correct)
+            return points, bonus
+
+        # Concurrent first answers share one transaction on SQLite (group commit), each in
+        # its own savepoint; the result comes back once it is committed.
+        written = self.store.grouped(write)
+        if isinstance(written, AlreadyAnswered):
+            return written
+        points, bonus = written
+        picked = question.choices[order[choice]]
+        return AnswerFeedback(
+            round_id=round_id,
+            kind=row.kind,
+            correct=correct,
+            points=points,
+            chosen=letter(choice),
+            chosen_text=picked.text,
+            answer=letter(shown_answer),
+            answer_text=question.choices[question.answer_index].text,
+            why=picked.why,
+            trap=question.trap,
+            streak_bonus=bonus,
+        )
+
+    def answer_button(self, user: UserRef, custom_id: str) -> AnswerFeedback | AlreadyAnswered | RoundClosed:
+        """A click on an answer button: its id says the round and the shown choice."""
+        decoded = codec.decode_answer(custom_id)
+        if decoded is None:
+            raise InvalidInput("That button is not one of this bot's answer buttons.")
+        return self.answer(user, *decoded)
+
+    def _schedule_review(
+        self,
+        tx: StoreTx,
+        row: RoundRecord,
+        member_id: int,
+        question_id: str,
+        correct: bool,
+        now: datetime,
+        miss_card: Callable[[int], tuple[str, datetime]] | None = None,
+    ) -> None:
+        if row.kind != "daily":  # a private round ends with its answer
+            tx.close_private(row.id, now)
+        if row.kind == "review":
+            state = tx.review_state(member_id, question_id)
+            if state is not None:
+                new_state, due = spaced.after_review(state, correct, now)
+                tx.update_review(member_id, question_id, new_state, due)
+                return
+        if not correct:  # a first miss starts a review card; an existing card keeps its schedule
+            card_id = member_id * 100_000 + (row.id % 100_000)
+            new_state, due = miss_card(card_id) if miss_card else spaced.first_miss(card_id, now)
+            tx.add_review(member_id, question_id, new_state, due)
+
+    def answer_text(
+        self, user: UserRef, channel: ChannelRef, text: str
+    ) -> AnswerFeedback | AlreadyAnswered | RoundClosed | Notice | None:
+        """A text reply: answers the user's pending practice question, else the channel's open
+        daily round. Returns None when the text is not an answer (it is then ignored)."""
+        if len(text) > MAX_TEXT:
+            raise InvalidInput(f"That message is {len(text):,} characters long; the limit is {MAX_TEXT:,}.")
+        now = self.now()
+        with self.store.read() as tx:
+            community = tx.find_community(user.platform, user.community_id)
+            pending = None
+            if community is not None:
+                member_id = tx.find_member(community.id, user.user_id)
+                if member_id is not None:
+                    pending = tx.pending_private(member_id)
+                if pending is None:
+                    pending = tx.open_daily_in(community.id, channel.channel_id, now)
+        if pending is None:
+            if looks_like_letter(text):
+                return Notice("There is no open question here right now; a new one comes with the next daily round.")
+            return None
+        question = self._find(pending.question_id)
+        if question is None:
+            return None
+        shown = [question.choices[i].text for i in self._order(pending, question)]
+        choice = parse_choice(text, shown)
+        if choice is None:
+            return None
+        return self.answer(user, pending.id, choice)
+
+    def answer_reply(
+        self, user: UserRef, question_ref: str, text: str, event_id: str | None = None
+    ) -> AnswerFeedback | AlreadyAnswered | RoundClosed | None:
+        """A reply in the thread of a daily round's question post (`question_ref`: the
+        platform's reference of that post, as kept on the round, e.g. Slack's
+        "C123:1700000000.000100") answers THAT round, whatever practice question the member
+        has pending. None when the thread is not a round's or the text is not an answer.
+
+        `event_id` (the platform's id of the event) makes a redelivery harmless even after a
+        restart: an answer-like event seen before returns None. It is noted just before the
+        answer, so an event whose handling dies in between is lost, never answered twice."""
+        if len(text) > MAX_TEXT:
+            raise InvalidInput(f"That message is {len(text):,} characters long; the limit is {MAX_TEXT:,}.")
+        with self.store.read() as tx:
+            community = tx.find_community(user.platform, user.community_id)
+            row = None if community is None else tx.daily_by_ref(community.id, question_ref)
+        if row is None:
+            return None
+        question = self._find(row.question_id)
+        if question is None:
+            return None
+        choice = parse_choice(text, [question.choices[i].text for i in self._order(row, question)])
+        if choice is None:
+            return None
+        if event_id is not None:
+            with self.store.write() as tx:
+                if not tx.claim_event(user.platform, event_id, self.now(), EVENT_MEMORY):
+                    log.info("%s event %s again: already handled", user.platform, event_id)
+                    return None
+        return self.answer(user, row.id, choice)
+
+    def answer_with_home(
+        self,
+        user: UserRef,
+        custom_id: str | None = None,
+        *,
+        thread: str | None = None,
+        text: str = "",
+        event_id: str | None = None,
+    ) -> AnswerWithHome | None:
+        """An answer and the member's refreshed Home in one call (Slack's App Home after each
+        answer, one engine call per event): a button's `custom_id` (as `answer_button`), or,
+        with `thread`, `text` replied in that question post's thread (as `answer_reply`; None
+        when it is not an answer). The HomeCard comes only with a scored first answer; reading
+        it happens after the answer is committed, so a failure there is logged and the
+        feedback still comes back (with no Home)."""
+        if thread is not None:
+            feedback = self.answer_reply(user, thread, text, event_id)
+        elif custom_id is not None:
+            feedback = self.answer_button(user, custom_id)
+        else:
+            raise InvalidInput("That is neither an answer button nor a reply in a question's thread.")
+        if feedback is None:
+            return None
+        if not isinstance(feedback, AnswerFeedback):
+            return AnswerWithHome(feedback, None)
+        try:
+            home: HomeCard | None = self.home(user)
+        except Exception:
+            log.exception("the Home of %s after answering round %s", user.user_id, feedback.round_id)
+            home = None
+        return AnswerWithHome(feedback, home)
+
+    # -------------------------------------------------------------- close/reveal
+
+    def close_round(self, round_id: int) -> RevealCard | Notice:
+        """Close a daily round, queue its public reveal and return it, exactly once."""
+        now = self.now()
+        with self.store.write() as tx:
+            if not tx.close_daily(round_id, now):
+                if not tx.is_daily(round_id):
+                    raise NotFound(f"There is no daily round #{round_id}.")
+                return Notice(f"Round #{round_id} was already closed and revealed.")
+            card = self._reveal(tx, round_id)
+            row = tx.get_round(round_id)
+            tx.enqueue(row.community_id, row.channel_id, "reveal", str(round_id), now)
+        return card
+
+    def close_open_in(self, channel: ChannelRef) -> RevealCard | Notice:
+        """Close the newest open daily round in a channel (the console's /close)."""
+        with self.store.read() as tx:
+            community = tx.find_community(channel.platform, channel.community_id)
+            found = None if community is None else tx.open_daily_in(community.id, channel.channel_id, None)
+        if found is None:
+            return Notice("There is no open daily round in this channel to close.")
+        return self.close_round(found.id)
+
+    def close_due(self, community: CommunityRef | None = None) -> list[RevealCard]:
+        """Close every daily round whose answer window has ended (in one community, or in
+        all); each reveal once."""
+        now = self.now()
+        with self.store.read() as tx:
+            due = tx.due_daily_rounds(self._community_filter(tx, community), now)
+        cards = []
+        for round_id in due:
+            card = self.close_round(round_id)
+            if isinstance(card, RevealCard):
+                cards.append(card)
+        return cards
+
+    def next_close(self, community: CommunityRef) -> datetime | None:
+        """When the community's earliest open daily round closes (for the scheduler), if any."""
+        with self.store.read() as tx:
+            config = tx.find_community(community.platform, community.community_id)
+            moment = None if config is None else tx.next_close(config.id)
+        if moment is None:
+            return None
+        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+    def _reveal(self, tx: StoreTx, round_id: int) -> RevealCard:
+        row = tx.get_round(round_id)
+        question = self._question(row.question_id, tx)
+        order = self._order(row, question)
+        counts = tx.choice_counts(round_id)
+        shown_answer = order.index(question.answer_index)
+        question_ref = row.message_ref or tx.outbox_ref(row.community_id, "question", str(round_id))
+        return RevealCard(
+            round_id=round_id,
+            question_id=question.id,
+            prompt=question.prompt,
+            answer=letter(shown_answer),
+            answer_text=question.choices[question.answer_index].text,
+            choices=tuple(
+                ChoiceReveal(
+                    letter(shown),
+                    question.choices[index].text,
+                    question.choices[index].correct,
+                    question.choices[index].why,
+                    counts.get(shown, 0),
+                )
+                for shown, index in enumerate(order)
+            ),
+            explain=question.explain,
+            trap=question.trap,
+            refs=question.refs,
+            channel_id=row.channel_id,
+            answered=sum(counts.values()),
+            question_ref=question_ref,
+            author=self._author(tx, question.id),
+        )
