@@ -8,6 +8,8 @@ answer, then the channel posts it caused). Nothing here copies the app's work.""
 from __future__ import annotations
 
 import asyncio
+import io
+import tempfile
 import threading
 import time
 import weakref
@@ -15,10 +17,12 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bot.config import Settings
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, UserRef
 from bot.jobs import DemoJobRunner, LocalBackend
 from bot.platforms.console import ConsoleApp, ConsoleOptions, Message
+from bot.platforms.launch import serve
 from bot.platforms.runtime import Runtime
 
 T = TypeVar("T")
@@ -95,3 +99,13 @@ class Console:
 
     def close(self) -> None:
         self._finalizer()
+
+
+def scripted(engine: StudyEngine, script: str, schedule: bool = True, **options: Any) -> str:
+    """`studybot console`'s path, `launch.serve` with the console, reading `script` as its
+    stdin until its end (or /quit); returns what it wrote to stdout."""
+    out = io.StringIO()
+    settings = Settings(_env_file=None, demo_out_dir=Path(tempfile.mkdtemp(prefix="console-demos-")))  # type: ignore[call-arg]
+    chat = ConsoleOptions(stdin=io.StringIO(script), stdout=out, **options)
+    asyncio.run(serve(settings, engine, ("console",), schedule=schedule, console=chat))
+    return out.getvalue()

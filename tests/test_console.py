@@ -185,6 +185,57 @@ def test_a_read_only_database_is_reported_and_nothing_is_lost(
     assert sum(reveal.data["counts"].values()) == 1
 
 
+def test_config_pause_resume_and_post_now_do_what_they_do_on_discord(chat: Console, engine: StudyEngine) -> None:
+    paused = only(chat.handle("/config pause"), "config")
+    assert paused.text.startswith("Set paused.") and paused.data["settings"]["paused"] == "on"
+    nowhere = only(chat.handle("/config post-now"), "notice")  # no channel yet: says how to set one
+    assert nowhere.text == "No channel is set for this community: set one with /config channel first."
+    channel = only(chat.handle("/config channel"), "config")  # no value: this channel
+    assert channel.data["settings"]["channel"] == "console"
+    resumed = only(chat.handle("/config resume"), "config")
+    assert resumed.data["settings"]["paused"] == "off"
+    posted = chat.handle("/config post-now")  # today's round, posted in the channel through the outbox
+    questions = [m for m in posted if m.kind == "question"]
+    assert len(questions) == 1 and questions[0].to == "channel" and questions[0].data["round_kind"] == "daily"
+    again = only(chat.handle("/config post-now"), "notice")
+    assert "already open" in again.text
+    assert [m.kind for m in chat.handle("/config show")] == ["config"]
+
+
+def test_leaderboard_scopes_as_on_discord(chat: Console, clock: FakeClock) -> None:
+    chat.handle("/daily")
+    only(chat.handle("a"), "feedback")
+    week = f"{clock.now.isocalendar().year}-W{clock.now.isocalendar().week:02d}"
+    for scope in ("", " week", " this-week", f" {week}", " all"):
+        board = only(chat.handle("/leaderboard" + scope), "leaderboard")
+        assert [row["user"] for row in board.data["rows"]] == ["Ann"], scope
+        assert board.data["scope"] == ("all" if scope == " all" else week), scope
+
+
+def test_forget_me_asks_first_then_deletes(chat: Console) -> None:
+    chat.handle("/daily")
+    points = only(chat.handle("a"), "feedback").data["points"]
+    confirm = only(chat.handle("/forget-me"), "confirm")
+    assert confirm.data["answers"] == 1 and "/forget-me confirm" in confirm.text
+    assert only(chat.handle("/score"), "score").data["total_points"] == points  # asking deleted nothing
+    done = only(chat.handle("/forget-me confirm"), "notice")
+    assert done.data["answers_deleted"] == 1 and done.text.startswith("Done: 1 answer")
+    assert only(chat.handle("/score"), "score").data["total_points"] == 0
+
+
+def test_a_demo_is_queued_then_answers_in_the_channel(engine: StudyEngine, tmp_path: Path) -> None:
+    chat = Console(engine, community="club", user="Ann", demos=tmp_path / "charts")
+    try:
+        queued = only(chat.handle("/demo estimate preset=gpt2-small batch=2 seq=128"), "demo_queued")
+        assert queued.to == "channel" and queued.data["module"] == "demos.estimate"
+        seen = chat.wait_for(lambda seen: any(m.kind in ("demo", "demo_failed") for m in seen))
+        results = [m for m in seen if m.kind in ("demo", "demo_failed")]
+        assert [m.kind for m in results] == ["demo"], results
+        assert results[0].to == "channel" and results[0].data["result"]
+    finally:
+        chat.close()
+
+
 def _cli(args: list[str], tmp_path: Path, stdin: str = "", bank: Path = TEST_BANK) -> subprocess.CompletedProcess[str]:
     return run_studybot(tmp_path, args, stdin, bank=bank)
 

@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import io
 import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.core import wording
 from bot.core.engine import StudyEngine
 from bot.core.values import CommunityRef
-from bot.platforms.console import Console, console_background, run_console
 from tests.conftest import FakeClock
+from tests.console_chat import scripted
 from tests.test_console import _cli
 
 
@@ -19,29 +19,21 @@ def test_console_posts_the_daily_round_on_its_own_and_follows_config(engine: Stu
     clock.set(datetime(2026, 11, 24, 15, 0, tzinfo=UTC))  # Tuesday, after 09:00 UTC
     ref = CommunityRef("console", "club")
     engine.config(ref, "paused", "on")
-    chat = Console(engine, community="club", user="Ann")
-    out = io.StringIO()
-    script = io.StringIO("/score\n/config paused off\n/daily\n/quit\n")
-    assert (
-        run_console(chat, stdin=script, stdout=out, jsonl=True, background=console_background(chat, paused=True)) == 0
-    )
-    messages = [json.loads(line) for line in out.getvalue().splitlines()]
+    out = scripted(engine, "/score\n/config paused off\n/daily\n/quit\n", community="club", user="Ann", jsonl=True)
+    messages = [json.loads(line) for line in out.splitlines()]
     kinds = [m["kind"] for m in messages]
-    # Paused at start: nothing; resuming posts today's round (late) through the same emit.
-    assert kinds[0] == "score"
+    # Paused at start: nothing; resuming posts today's round (late), delivered before the next line.
+    assert kinds == ["score", "config", "question", "notice", "notice"], kinds
     questions = [m for m in messages if m["kind"] == "question"]
     assert len(questions) == 1 and questions[0]["to"] == "channel" and questions[0]["data"]["late"] is True
-    assert kinds.index("question") < kinds.index("config")
-    assert "already open" in messages[kinds.index("config") + 1]["text"]  # /daily found it
+    assert "already open" in messages[3]["text"]  # /daily found it
+    assert messages[4]["text"] == wording.CONSOLE_BYE
     assert dict(engine.config(ref).settings)["channel"] == "console"  # the console's own channel
 
 
 def test_console_catches_up_before_the_first_prompt(engine: StudyEngine, clock: FakeClock) -> None:
     clock.set(datetime(2026, 11, 24, 15, 0, tzinfo=UTC))
-    chat = Console(engine, community="club", user="Ann")
-    out = io.StringIO()
-    run_console(chat, stdin=io.StringIO("/help\n"), stdout=out, background=console_background(chat, paused=True))
-    lines = out.getvalue().splitlines()
+    lines = scripted(engine, "/help\n", community="club", user="Ann").splitlines()
     assert lines[0].startswith("[#console] Daily question #1") and "posted late" in lines[0]
     assert any(line.startswith("[to you] Commands:") for line in lines)
 
