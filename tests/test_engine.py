@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
+from typing import get_args, get_type_hints
 
 import pytest
 
 from bot.core import choices as codec
+from bot.core import values
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput, NotFound
@@ -369,3 +372,30 @@ def test_two_processes_open_the_daily_round_once(
     opened = [c for c in cards if isinstance(c, QuestionCard)]
     assert len(opened) == 1
     assert all(isinstance(c, AlreadyOpen) and c.round_id == opened[0].round_id for c in cards if c not in opened)
+
+
+def value_types(hint: object) -> set[type]:
+    """The bot.core.values classes a type hint names, inside unions and generics too."""
+    found = {hint} if isinstance(hint, type) and hint.__module__ == values.__name__ else set()
+    for arg in get_args(hint):
+        found |= value_types(arg)
+    return found
+
+
+def test_the_card_union_is_every_card_a_user_can_be_shown() -> None:
+    """values.Card is what each platform's render must lay out (mypy checks its match ends in
+    assert_never): every card a use case returns, posts through the outbox (Delivery) or sends
+    with an answer (AnswerWithHome), and the bridge's Problem; a new card left out of Card
+    would go unrendered on some platform."""
+    returned: set[type] = set()
+    for name, method in inspect.getmembers(StudyEngine, inspect.isfunction):
+        if not name.startswith("_"):
+            returned |= value_types(get_type_hints(method)["return"])
+    for wrapper in (values.AnswerWithHome, values.Delivery):
+        returned |= {found for hint in get_type_hints(wrapper).values() for found in value_types(hint)}
+    web_pages = {values.WebCommunity, values.LeaderboardPage, values.MemberPage, values.BankPage}
+    web_pages |= {values.DemosPage, values.AdminPage}
+    wrappers = {values.AnswerWithHome, values.Delivery, values.ChannelRef, values.CommunityRef, values.UserRef}
+    cards = returned - web_pages - wrappers
+    assert cards | {values.Problem} == set(get_args(values.Card))
+    assert set(get_args(values.Posted)) <= cards

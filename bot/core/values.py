@@ -285,6 +285,7 @@ class AnswerWithHome:
     home: HomeCard | None
 
 
+# The cards the outbox posts in a channel (each is also a Card).
 Posted = QuestionCard | RevealCard | LeaderboardCard | DemoResultCard | DemoFailedCard
 
 
@@ -296,29 +297,6 @@ class Delivery:
     channel: ChannelRef
     card: Posted
     attempts: int
-
-
-Card = (
-    QuestionCard
-    | AnswerFeedback
-    | AlreadyAnswered
-    | RoundClosed
-    | RevealCard
-    | AlreadyOpen
-    | ScoreCard
-    | LeaderboardCard
-    | NothingDue
-    | ConfirmForget
-    | Forgotten
-    | ConfigCard
-    | Notice
-    | Problem
-    | DemoQueued
-    | DemoResultCard
-    | DemoProgressCard
-    | DemoFailedCard
-    | HomeCard
-)
 
 
 # ------------------------------------------------------------------ web pages
@@ -551,3 +529,35 @@ class SuggestionDecided:
     question_id: str | None
     note: str | None
     author: UserRef | None
+
+
+# Every card a member or an admin is shown, in a channel, privately or as a reply: each
+# platform's `render` matches on it and ends in `assert_never`, so mypy proves that every
+# platform lays out every card. A new card goes here (tests/test_engine.py checks that every
+# card the engine returns is in it).
+Card = (
+    QuestionCard
+    | AnswerFeedback
+    | AlreadyAnswered
+    | RoundClosed
+    | RevealCard
+    | AlreadyOpen
+    | ScoreCard
+    | LeaderboardCard
+    | NothingDue
+    | ConfirmForget
+    | Forgotten
+    | ConfigCard
+    | Notice
+    | Problem
+    | DemoQueued
+    | DemoResultCard
+    | DemoProgressCard
+    | DemoFailedCard
+    | HomeCard
+    | SuggestionRefused
+    | SuggestionDraft
+    | SuggestionReceived
+    | SuggestionQueue
+    | SuggestionDecided
+)
