@@ -11,10 +11,10 @@ back end chosen by `STUDYBOT_WORKER`:
   box), which starts the very same child process there and reports its events back through
   the task's state; JSON only, acks late, soft and hard time limits.
 
-The demo prints JSON lines: a `start` event (how many strategies, where it runs), one `row`
-per strategy as soon as it is measured, then the `result`. Each row updates the job's
-progress and the platform's message; the result (or the reason it failed) is posted through
-the outbox in the channel where it was asked.
+Both run the demo through bot/demo_process.py. The demo prints JSON lines: a `start` event
+(how many strategies, where it runs), one `row` per strategy as soon as it is measured, then
+the `result`. Each row updates the job's progress and the platform's message; the result (or
+the reason it failed) is posted through the outbox in the channel where it was asked.
 """
 
 from __future__ import annotations
@@ -22,150 +22,25 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
-import json
 import logging
 import os
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot.config import ROOT
+from bot.bridge import report_incident
 from bot.core.engine import StudyEngine
 from bot.core.errors import StudyBotError
 from bot.core.records import DemoJobRecord
 from bot.core.values import DemoProgressCard
+from bot.core.wording import BUG
 from bot.delivery import wake_or_timeout
+from bot.demo_process import DemoFailure, DemoOutcome, Event, run_demo_process, save_chart
 
 log = logging.getLogger(__name__)
-
-Event = dict[str, Any]
-# Lines a demo's stderr may carry that say nothing to a user (the profiler's probes).
-NOISE = ("USDT", "STAGE:", "[W ", "Warning: ")
-
-
-class DemoFailure(Exception):
-    """A demo that did not finish, with one sentence for the person who asked."""
-
-    def __init__(self, sentence: str) -> None:
-        super().__init__(sentence)
-        self.sentence = sentence
-
-
-@dataclass(frozen=True)
-class DemoOutcome:
-    result: dict[str, Any]
-    chart: bytes | None
-    events: tuple[Event, ...] = ()
-
-
-def _reason(stderr: str, code: int) -> str:
-    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.strip().startswith(NOISE)]
-    if any("No module named 'torch'" in line for line in lines):
-        return "PyTorch is not installed for the demo worker (pip install '.[demo]')."
-    return lines[-1] if lines else f"the demo process exited with code {code}."
-
-
-def run_demo_process(
-    module: str,
-    args: tuple[str, ...],
-    timeout_s: float,
-    on_event: Callable[[Event], None] | None = None,
-    python: str = sys.executable,
-) -> DemoOutcome:
-    """Run one demo in a child process and return its result; `on_event` hears each progress
-    event as it is printed. Used by the local back end and by the Celery worker alike."""
-    if module not in ("demos.checkpoint", "demos.estimate"):
-        raise DemoFailure(f"There is no demo called {module}.")
-    with tempfile.TemporaryDirectory(prefix="studybot-demo-") as tmp:
-        chart = Path(tmp) / "chart.png"
-        command = [python, "-m", module, "--progress", *args]
-        if module == "demos.checkpoint":
-            command += ["--chart", str(chart)]
-        log.info("running demo: %s", " ".join(command[1:]))
-        launched = time.perf_counter()
-        try:
-            proc = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,  # its own process group: a time-out kills it whole
-            )
-        except OSError as exc:
-            raise DemoFailure(f"The demo worker could not start: {exc.strerror}.") from None
-        stderr: list[str] = []
-        reader = threading.Thread(target=lambda: stderr.extend(proc.stderr or []), daemon=True)
-        reader.start()
-        killed = threading.Event()
-
-        def expire() -> None:
-            killed.set()
-            _kill(proc)
-
-        timer = threading.Timer(timeout_s, expire)
-        timer.start()
-        events: list[Event] = []
-        result: dict[str, Any] | None = None
-        try:
-            for line in proc.stdout or []:
-                try:
-                    event = json.loads(line)
-                except json.JSONDecodeError:
-                    log.debug("demo stdout: %s", line.rstrip())
-                    continue
-                if not isinstance(event, dict):
-                    continue
-                if event.get("event") == "result":
-                    result = event.get("result")
-                    continue
-                events.append(event)
-                if on_event is not None:
-                    on_event(event)
-            code = proc.wait()
-        finally:
-            timer.cancel()
-            if proc.poll() is None:
-                _kill(proc)
-            reader.join(timeout=5)
-        text = "".join(stderr)
-        if text.strip():
-            log.debug("demo stderr:\n%s", text)
-        if killed.is_set():
-            raise DemoFailure(f"The demo did not finish within {timeout_s:g} s and was stopped.")
-        if code != 0:
-            raise DemoFailure(f"The demo refused or failed: {_reason(text, code)}")
-        if not isinstance(result, dict):
-            raise DemoFailure("The demo finished but printed no readable result.")
-        picture = chart.read_bytes() if chart.exists() else None
-        # the child process's whole life, interpreter and torch import included
-        result["process_s"] = round(time.perf_counter() - launched, 3)
-        return DemoOutcome(result=result, chart=picture, events=tuple(events))
-
-
-def save_chart(out_dir: Path, name: str, chart: bytes | None) -> str | None:
-    """Write a demo's PNG chart as `out_dir/name.png`; its absolute path, or None without one."""
-    if not chart:
-        return None
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = (out_dir / f"{name}.png").resolve()
-    path.write_bytes(chart)
-    return str(path)
-
-
-def _kill(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class Backend(Protocol):
@@ -193,8 +68,11 @@ class LocalBackend:
         loop = asyncio.get_running_loop()
         heard: list[concurrent.futures.Future[None]] = []
 
+        async def tell(event: Event) -> None:
+            await on_event(event)
+
         def hear(event: Event) -> None:  # from the worker thread onto the loop
-            heard.append(asyncio.run_coroutine_threadsafe(on_event(event), loop))
+            heard.append(asyncio.run_coroutine_threadsafe(tell(event), loop))
 
         try:
             return await asyncio.to_thread(run_demo_process, job.module, job.args, self.timeout_s, hear, self.python)
@@ -392,11 +270,8 @@ class DemoJobRunner:
         except DemoFailure as failure:
             await asyncio.to_thread(self.engine.demo_failed, job.id, failure.sentence)
         except Exception:
-            incident = uuid.uuid4().hex[:8]
-            log.exception("demo %s failed (incident %s)", job.id, incident)
-            await asyncio.to_thread(
-                self.engine.demo_failed, job.id, f"the worker failed unexpectedly (incident {incident})."
-            )
+            incident = report_incident(f"demo {job.id}")
+            await asyncio.to_thread(self.engine.demo_failed, job.id, BUG.format(incident=incident))
         else:
             chart_path = save_chart(self.out_dir, f"demo-{job.id}", outcome.chart)
             result = dict(outcome.result)

@@ -3,7 +3,8 @@
 Each task runs the demo exactly as the local back end does (`python -m demos.<name>
 --progress` in a child process, so the worker process itself stays small) and reports every
 progress event through the task's state, where the bot reads it. JSON only, never pickle;
-acks late, so a task whose worker dies is not lost silently; a soft and a hard time limit."""
+acks late, so a task whose worker dies is not lost silently; a soft and a hard time limit.
+It imports no engine or store: a worker host loads Celery and bot/demo_process.py only."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ import base64
 import logging
 from typing import Any
 
-from celery import Celery, Task
-from celery.exceptions import SoftTimeLimitExceeded
+from celery import Celery, Task  # type: ignore[import-untyped]
+from celery.exceptions import SoftTimeLimitExceeded  # type: ignore[import-untyped]
 
-from bot.jobs import DemoFailure, run_demo_process
+from bot.demo_process import DemoFailure, run_demo_process
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def make_app(redis_url: str, timeout_s: float = 120.0) -> Celery:
         task_default_queue="demos",
     )
 
-    @app.task(name="studybot.run_demo", bind=True)
+    @app.task(name="studybot.run_demo", bind=True)  # type: ignore[untyped-decorator]
     def run_demo(self: Task, module: str, args: list[str]) -> dict[str, Any]:
         events: list[dict[str, Any]] = []
 

@@ -2,16 +2,52 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from demos.checkpoint import DemoReport
+
+class ChartRow(Protocol):
+    """What the chart reads of one measured strategy (demos.checkpoint.StrategyResult)."""
+
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def peak_bytes(self) -> int: ...
+    @property
+    def step_ms(self) -> float: ...
+    @property
+    def grads_identical(self) -> bool: ...
+    @property
+    def layers(self) -> int | None: ...
+
+
+class ChartReport(Protocol):
+    """What the chart reads of a run (demos.checkpoint.DemoReport); a protocol, so that this
+    module and the demo do not import each other."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def layers(self) -> int: ...
+    @property
+    def results(self) -> Sequence[ChartRow]: ...
+    @property
+    def sweep(self) -> Sequence[int]: ...
+
 
 MIB = 1024**2
 COLOURS = {"none": "#7f7f7f", "block": "#1f77b4", "sqrt": "#2ca02c", "selective": "#ff7f0e", "offload": "#9467bd"}
 
 
-def write_chart(report: DemoReport, path: str) -> str:
+def write_chart(report: ChartReport, path: str) -> str:
     """Write the chart for ``report`` to ``path`` (PNG) and return the path."""
     import matplotlib
 
@@ -28,11 +64,11 @@ def write_chart(report: DemoReport, path: str) -> str:
     return path
 
 
-def _title(report: DemoReport) -> str:
+def _title(report: ChartReport) -> str:
     return f"{report.model}: {report.tokens:,} tokens x width {report.width}, {report.dtype}, {report.device}"
 
 
-def _strategy_figure(plt: object, report: DemoReport) -> object:
+def _strategy_figure(plt: object, report: ChartReport) -> object:
     import matplotlib.pyplot as mplt
 
     rows = report.results
@@ -71,7 +107,7 @@ def _strategy_figure(plt: object, report: DemoReport) -> object:
     return fig
 
 
-def _sweep_figure(plt: object, report: DemoReport) -> object:
+def _sweep_figure(plt: object, report: ChartReport) -> object:
     import matplotlib.pyplot as mplt
 
     fig, ax = mplt.subplots(figsize=(8, 5))

@@ -74,11 +74,6 @@ class LiveTensorMeter(TorchDispatchMode):
     def set_phase(self, phase: str) -> None:
         self.phase = phase
 
-    def reset_peak(self) -> None:
-        """Start a new peak from the bytes live now."""
-        self.peak_bytes = self.live_bytes
-        self._peak_event = len(self._events) - 1
-
     def _released(self, key: int, serial: int, nbytes: int) -> None:
         self.live_bytes -= nbytes
         if self._serial_of.get(key) == serial:

@@ -8,7 +8,9 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,8 @@ from bot.core.values import (
     UserRef,
 )
 from bot.delivery import Deliverer
-from bot.jobs import CeleryBackend, DemoJobRunner, LocalBackend, run_demo_process
+from bot.demo_process import DemoFailure, run_demo_process
+from bot.jobs import CeleryBackend, DemoJobRunner, LocalBackend
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import IN_CI, TEST_BANK, FakeClock
@@ -144,10 +147,21 @@ def test_a_local_demo_reports_each_strategy_then_posts_its_result(sqlite_engine:
 
 
 def test_a_demo_that_overruns_its_limit_is_killed_and_reported(sqlite_engine: StudyEngine, tmp_path: Path) -> None:
-    sqlite_engine.request_demo(user("Ann"), CH, "checkpoint layers=8 tokens=2048 width=128 repeat=5")
-    asyncio.run(run_one(DemoJobRunner(sqlite_engine, LocalBackend(timeout_s=1), tmp_path)))
+    # A demo that never finishes, whatever the machine's speed: it reports its start, then hangs.
+    pid_file = tmp_path / "demo.pid"
+    hanger = tmp_path / "python"
+    hanger.write_text(
+        f'#!/usr/bin/env bash\necho $$ > {pid_file}\necho \'{{"event": "start", "total": 2}}\'\nexec sleep 600\n'
+    )
+    hanger.chmod(0o755)
+    sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+    asyncio.run(run_one(DemoJobRunner(sqlite_engine, LocalBackend(timeout_s=1, python=str(hanger)), tmp_path)))
     [(_, card)] = posted(sqlite_engine)
     assert isinstance(card, DemoFailedCard) and card.text == "The demo did not finish within 1 s and was stopped."
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
+        os.kill(int(pid_file.read_text()), 0)
+    [job] = sqlite_engine.demo_jobs()
+    assert job.state == "failed" and job.error == card.text
 
 
 def test_a_demo_process_that_crashes_gives_one_sentence(sqlite_engine: StudyEngine, tmp_path: Path) -> None:
@@ -173,8 +187,6 @@ def test_a_demo_process_that_crashes_gives_one_sentence(sqlite_engine: StudyEngi
 
 
 def test_the_demo_refuses_what_does_not_fit_before_allocating(tmp_path: Path) -> None:
-    from bot.jobs import DemoFailure
-
     # the demo's own estimate says no, with the numbers, before allocating anything
     with pytest.raises(DemoFailure, match=r"The demo refused or failed: Refused: the estimated peak of [\d,]+ MiB"):
         run_demo_process("demos.checkpoint", ("--layers", "512", "--tokens", "65536", "--width", "4096"), 120)
@@ -295,9 +307,65 @@ def test_the_console_demo_runs_on_a_celery_worker_end_to_end(redis_server: Redis
     assert [r["strategy"] for r in messages[-1]["data"]["result"]["results"]] == ["none", "block"]
 
 
-def test_a_second_database_process_sees_the_same_queue(db_url: str, test_bank: object, clock: FakeClock) -> None:
-    """Two bot processes on one database (shards): a job is claimed by one of them only."""
-    engines = [StudyEngine(SqlStore(Database(db_url)), test_bank, clock=clock) for _ in range(2)]  # type: ignore[arg-type]
-    engines[0].request_demo(user("Ann"), CH, SMALL)
-    claims = [e.claim_demo(f"w{i}", "local") for i, e in enumerate(engines)]
-    assert sum(c is not None for c in claims) == 1
+def test_workers_claiming_at_once_take_each_job_exactly_once(db_url: str, test_bank: Bank, clock: FakeClock) -> None:
+    """Several bot processes on one database (shards), each with its own connections, claiming
+    at the same moment: every job is claimed by exactly one of them."""
+    jobs, workers = 12, 4
+    setup_db = Database(db_url)
+    setup = StudyEngine(SqlStore(setup_db), test_bank, clock=clock)
+    queued = [
+        setup.request_demo(user("Ann", f"c{n}"), ChannelRef("discord", f"c{n}", "demos"), SMALL).job_id
+        for n in range(jobs)
+    ]
+    databases = [Database(db_url) for _ in range(workers)]
+    engines = [StudyEngine(SqlStore(db), test_bank, clock=clock) for db in databases]
+    start = threading.Barrier(workers)
+    claimed: list[list[int]] = [[] for _ in range(workers)]
+
+    def claim_all(n: int) -> None:
+        start.wait(timeout=30)
+        while (job := engines[n].claim_demo(f"w{n}", "local")) is not None:
+            claimed[n].append(job.id)
+
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            for future in [pool.submit(claim_all, n) for n in range(workers)]:
+                future.result(timeout=120)
+        assert sorted(job_id for mine in claimed for job_id in mine) == sorted(queued)
+        assert {job.id: job.state for job in setup.demo_jobs()} == {job_id: "running" for job_id in queued}
+    finally:
+        for db in [setup_db, *databases]:
+            db.dispose()
+
+
+def test_workers_claiming_at_once_run_one_demo_per_community(
+    db_url: str, test_bank: Bank, clock: FakeClock, request: pytest.FixtureRequest
+) -> None:
+    """Shards claiming at the same moment still run one demo at a time in a community."""
+    if db_url.startswith("postgresql"):
+        # Found by this test: SKIP LOCKED locks the job row only, so on PostgreSQL two shards
+        # both see the community idle and each claims one of its jobs. The store needs a
+        # per-community lock or a unique index on running jobs; until then this fails.
+        request.applymarker(pytest.mark.xfail(reason="concurrent claims race per community on PostgreSQL"))
+    workers = 4
+    setup_db = Database(db_url)
+    setup = StudyEngine(SqlStore(setup_db), test_bank, clock=clock, demos=DemoPolicy(cooldown_s=0, max_waiting=50))
+    for n in range(workers * 2):
+        setup.request_demo(user(f"Member{n}"), CH, SMALL)
+    databases = [Database(db_url) for _ in range(workers)]
+    engines = [StudyEngine(SqlStore(db), test_bank, clock=clock) for db in databases]
+    start = threading.Barrier(workers)
+
+    def claim(n: int) -> int | None:
+        start.wait(timeout=30)
+        job = engines[n].claim_demo(f"w{n}", "local")
+        return None if job is None else job.id
+
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            claimed = [job_id for job_id in pool.map(claim, range(workers), timeout=120) if job_id is not None]
+        running = [job.id for job in setup.demo_jobs() if job.state == "running"]
+        assert len(claimed) == 1 and running == claimed
+    finally:
+        for db in [setup_db, *databases]:
+            db.dispose()

@@ -1,11 +1,10 @@
 """The rules of the platform seam (issue 8): the button codec, the shown order of choices, the
 two bugs it fixed (one daily round per community, a forgotten member's first answer stays
 final), the bridge, one wording for every platform, demo names and result cards, which
-platforms `studybot run` starts, and what each layer may import."""
+platforms `studybot run` starts. What each layer may import: tests/test_import_graph.py."""
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import json
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from bot.bridge import Bridge, guarded
 from bot.config import Settings
 from bot.core import choices as codec
 from bot.core import wording
@@ -53,7 +53,6 @@ from bot.core.values import (
     UserRef,
     letter,
 )
-from bot.platforms.bridge import Bridge, guarded
 from bot.platforms.console import render
 from bot.platforms.launch import LaunchError, choose_platforms
 from bot.store.database import Database
@@ -749,78 +748,3 @@ def test_run_slack_with_only_a_bot_token_exits_2_naming_what_is_missing(tmp_path
     assert "SLACK_APP_TOKEN" in message and "SLACK_SIGNING_SECRET" in message
     assert len(message.splitlines()) == 1 and "Traceback" not in message
     assert "xoxb-test-only" not in done.stdout + done.stderr
-
-
-# --------------------------------------------------------------- import rules
-
-CORE_FORBIDDEN = ("sqlalchemy", "sqlmodel", "bot.store", "apscheduler", "discord", "slack_bolt", "torch")
-STORE_MAY_USE = {"bot.core.values", "bot.core.records", "bot.core.community", "bot.core.errors"}
-# Values the store builds from rows that live beside the pure code reading them.
-STORE_MAY_USE_NAMES = {("bot.core.item_analysis", "AnswerRow")}
-
-
-def imports_of(path: Path, package: str | None = None) -> list[tuple[str, str | None]]:
-    """(module, name) for every import in a file, at any depth: `import a.b` gives ("a.b",
-    None); `from a import b` gives ("a", "b"); relative imports are resolved against the
-    file's package."""
-    if package is None:
-        package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
-    found: list[tuple[str, str | None]] = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found.extend((alias.name, None) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                module = ".".join([*base, module] if module else base)
-            found.extend((module, alias.name) for alias in node.names)
-    return found
-
-
-def names(module: str, name: str | None) -> list[str]:
-    """The modules an import may bring in: `from bot import store` may be bot.store."""
-    return [module] if name is None else [module, f"{module}.{name}"]
-
-
-def within(module: str, package: str) -> bool:
-    return module == package or module.startswith(package + ".")
-
-
-def test_the_import_parser_sees_every_form(tmp_path: Path) -> None:
-    sample = tmp_path / "sample.py"
-    sample.write_text(
-        "import bot.store.tables\nfrom bot.store import repository\nfrom bot import store\n"
-        "from ..store import database\ndef f():\n    import sqlalchemy.orm\n"
-    )
-    found = {n for module, name in imports_of(sample, "bot.core") for n in names(module, name)}
-    assert {"bot.store.tables", "bot.store", "bot.store.repository", "bot.store.database", "sqlalchemy.orm"} <= found
-
-
-CORE_FILES = sorted((ROOT / "bot" / "core").glob("*.py"))
-
-
-@pytest.mark.parametrize("path", CORE_FILES, ids=[p.name for p in CORE_FILES])
-def test_the_core_imports_no_database_scheduler_platform_or_torch(path: Path) -> None:
-    for module, name in imports_of(path):
-        for imported in names(module, name):
-            for forbidden in CORE_FORBIDDEN:
-                assert not within(imported, forbidden), f"bot/core/{path.name} imports {imported}"
-
-
-def test_the_scheduler_imports_no_platform() -> None:
-    for module, name in imports_of(ROOT / "bot" / "schedule.py"):
-        for imported in names(module, name):
-            assert not within(imported, "bot.platforms"), f"bot/schedule.py imports {imported}"
-
-
-STORE_FILES = sorted((ROOT / "bot" / "store").rglob("*.py"))
-
-
-@pytest.mark.parametrize("path", STORE_FILES, ids=[str(p.relative_to(ROOT / "bot" / "store")) for p in STORE_FILES])
-def test_the_store_imports_from_the_core_only_the_values_it_stores(path: Path) -> None:
-    for module, name in imports_of(path):
-        if not within(module, "bot.core") and not (module == "bot" and name == "core"):
-            continue
-        allowed = module in STORE_MAY_USE or (module, name) in STORE_MAY_USE_NAMES
-        assert allowed, f"bot/store/{path.relative_to(ROOT / 'bot' / 'store')} imports {name} from {module}"

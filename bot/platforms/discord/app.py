@@ -52,12 +52,13 @@ from bot.core.values import (
     UserRef,
 )
 from bot.platforms.discord import render as layout
+from bot.platforms.discord.commands import register
 from bot.platforms.discord.views import AnswerButton
 from bot.platforms.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
-PLATFORM = "discord"
+PLATFORM = layout.PLATFORM
 DEFAULT_API = "https://discord.com/api/v10"
 ACK_WITHIN_S = 2.0  # defer an interaction whose engine call is still running after this
 READY_WAIT_S = 30.0
@@ -535,8 +536,6 @@ def bot_intents() -> discord.Intents:
 def build_bot(settings: Settings, runtime: Runtime | None = None) -> StudyBot:
     """The Discord bot with the study adapter attached (`bot.study`), its `send` registered
     with the runtime's deliverer. Without a runtime, one is built from the settings."""
-    from bot.platforms.discord.commands import register
-
     if runtime is None:
         from bot.wiring import build_engine
 

@@ -1,12 +1,12 @@
-"""The slash commands: guild-only, each one engine call through `DiscordApp.respond`.
+"""The slash commands: guild-only, each one engine call through the app's `respond`.
 Descriptions come from bot.core.wording; /suggest opens its first form; /config needs Manage Server, both by
 default_member_permissions and by a check when it runs."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal, Protocol
 from zoneinfo import available_timezones
 
 import discord
@@ -15,9 +15,10 @@ from discord import app_commands
 from bot.core import wording
 from bot.core.bank import TOPICS
 from bot.core.demo_request import PRESETS
-from bot.core.values import CommunityRef
+from bot.core.engine import StudyEngine
+from bot.core.values import ChannelRef, CommunityRef, UserRef
 from bot.platforms.discord import render as layout
-from bot.platforms.discord.app import PLATFORM, DiscordApp
+from bot.platforms.discord.render import PLATFORM
 
 Choice = app_commands.Choice
 _CHANNEL = re.compile(r"^<#(\d+)>$")
@@ -43,7 +44,32 @@ def matching(options: tuple[str, ...], current: str) -> list[Choice[str]]:
     return [Choice(name=o[:100], value=o[:100]) for o in hits[:25]]
 
 
-def register(tree: app_commands.CommandTree[Any], app: DiscordApp) -> None:
+class CommandHost(Protocol):
+    """What the commands need of the adapter (bot/platforms/discord/app.py's DiscordApp)."""
+
+    engine: StudyEngine
+
+    def where(self, interaction: discord.Interaction[Any]) -> tuple[UserRef, ChannelRef] | None: ...
+
+    async def refuse(self, interaction: discord.Interaction[Any], text: str) -> None: ...
+
+    async def open_form(self, interaction: discord.Interaction[Any], modal: discord.ui.Modal) -> None: ...
+
+    async def demo_posted(self, interaction: discord.Interaction[Any], result: object) -> None: ...
+
+    async def respond(
+        self,
+        interaction: discord.Interaction[Any],
+        call: Callable[..., Any],
+        *args: Any,
+        defer: bool = False,
+        ephemeral: bool | None = True,
+        after: Callable[[object], Awaitable[None]] | None = None,
+        again: str | None = None,
+    ) -> object: ...
+
+
+def register(tree: app_commands.CommandTree[Any], app: CommandHost) -> None:
     engine = app.engine
     say = wording.COMMANDS
     opt = wording.OPTIONS

@@ -46,6 +46,7 @@ from bot.platforms.discord.views import AnswerButton
 
 log = logging.getLogger(__name__)
 
+PLATFORM = "discord"  # the platform of every UserRef and ChannelRef this adapter makes
 MAX_CONTENT = 2000
 MAX_DESCRIPTION = 4096
 MAX_TITLE = 256
