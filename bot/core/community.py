@@ -3,12 +3,11 @@ rules for changing them from chat."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import time
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bot.core import timing
 from bot.core.bank import TOPICS
 from bot.core.errors import InvalidInput
 
@@ -17,7 +16,6 @@ CONFIG_KEYS = ("channel", "timezone", "daily_time", "window_hours", "topics", "p
 CONFIG_ALIASES = {"time": "daily_time", "window": "window_hours", "tz": "timezone", "zone": "timezone"}
 # Admin actions that are not settings: pause/resume set `paused`; post-now opens today's round.
 CONFIG_ACTIONS = ("show", "pause", "resume", "post-now")
-_TIME_RE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 
 @dataclass(frozen=True)
@@ -62,10 +60,10 @@ def parse_setting(key: str, value: str | None) -> tuple[str, Any]:
             raise InvalidInput(f"'{text[:60]}' is not an IANA time zone such as Europe/Berlin.") from None
         return "timezone", text
     if key == "daily_time":
-        match = _TIME_RE.match(text)
-        if not match:
-            raise InvalidInput(f"'{text[:20]}' is not a time of day like 09:00.")
-        return "daily_time", time(int(match[1]), int(match[2])).strftime("%H:%M")
+        try:
+            return "daily_time", timing.parse_daily_time(text).strftime("%H:%M")
+        except ValueError:
+            raise InvalidInput(f"'{text[:20]}' is not a time of day like 09:00.") from None
     if key == "window_hours":
         if not text.isdigit() or not 1 <= int(text) <= 48:
             raise InvalidInput("window_hours must be a whole number of hours from 1 to 48.")

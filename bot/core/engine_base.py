@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 
 from bot.core import choices as codec
 from bot.core import suggestions as forms
@@ -20,6 +20,7 @@ from bot.core.errors import NotFound
 from bot.core.ports import Links, Store, StoreTx
 from bot.core.records import RoundRecord
 from bot.core.text import clean_name
+from bot.core.timing import as_utc
 from bot.core.values import ChannelRef, CommunityRef, QuestionCard, UserRef
 
 FORMER_MEMBER = "a former member"
@@ -41,8 +42,7 @@ class EngineBase:
     # ----------------------------------------------------------------- helpers
 
     def now(self) -> datetime:
-        moment = self.clock()
-        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+        return as_utc(self.clock())
 
     def _community(self, tx: StoreTx, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig:
         """The community's settings, creating it with the defaults on first use."""

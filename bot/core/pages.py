@@ -5,7 +5,7 @@ daily round is never spoiled)."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 
 from bot.core import choices as codec
@@ -129,7 +129,7 @@ def missed_questions(rows: list[tuple[str, int, str | None, datetime]], bank: Ba
                 choices=_choices(question, chosen),
                 explain=question.explain,
                 refs=question.refs,
-                answered_at=answered_at if answered_at.tzinfo else answered_at.replace(tzinfo=timezone.utc),
+                answered_at=timing.as_utc(answered_at),
             )
         )
     return tuple(missed)

@@ -24,7 +24,7 @@ simulated population (tests/test_adaptive.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 # Where a question starts before anyone has answered it: its author's level (1 intro,
@@ -98,30 +98,3 @@ LEVELS = ((-1.0, "beginner"), (0.0, "learning"), (1.0, "practitioner"), (math.in
 def level_name(skill: float) -> str:
     """A word for a skill in logits (against a level-2 question, difficulty 0)."""
     return next(name for limit, name in LEVELS if skill < limit)
-
-
-def spearman(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Spearman's rank correlation (average ranks for ties); 0 without spread."""
-
-    def ranks(values: Sequence[float]) -> list[float]:
-        order = sorted(range(len(values)), key=lambda i: values[i])
-        out = [0.0] * len(values)
-        i = 0
-        while i < len(order):
-            j = i
-            while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-                j += 1
-            for k in range(i, j + 1):
-                out[order[k]] = (i + j) / 2.0
-            i = j + 1
-        return out
-
-    rx, ry = ranks(xs), ranks(ys)
-    n = len(xs)
-    if n < 2:
-        return 0.0
-    mx, my = sum(rx) / n, sum(ry) / n
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    vx = sum((a - mx) ** 2 for a in rx)
-    vy = sum((b - my) ** 2 for b in ry)
-    return cov / math.sqrt(vx * vy) if vx and vy else 0.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from bot.core import choices as codec
 from bot.core import review as spaced
@@ -19,6 +19,7 @@ from bot.core.errors import InvalidInput, NotFound
 from bot.core.ports import StoreTx
 from bot.core.records import NewAnswer, RoundRecord
 from bot.core.text import MAX_TEXT, clean_name, looks_like_letter, parse_choice
+from bot.core.timing import as_utc
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
@@ -355,7 +356,7 @@ class RoundsMixin(EngineBase):
             moment = None if config is None else tx.next_close(config.id)
         if moment is None:
             return None
-        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+        return as_utc(moment)
 
     def _reveal(self, tx: StoreTx, round_id: int) -> RevealCard:
         row = tx.get_round(round_id)

@@ -79,12 +79,3 @@ def rank_rows(totals: Sequence[tuple[str, int, K]]) -> list[tuple[K, Leaderboard
         rank = previous.rank if previous and previous.points == points else position
         ranked.append((key, LeaderboardRow(rank=rank, user=name, points=points)))
     return ranked
-
-
-def rank_of(totals: Sequence[tuple[str, int, K]], key: K) -> LeaderboardRow | None:
-    """The row `rank_rows(totals)` gives `key`, without ranking everyone: a tie shares the rank
-    of its first row, so the rank is 1 + how many have more points."""
-    mine = next((total for total in totals if total[2] == key), None)
-    if mine is None:
-        return None
-    return LeaderboardRow(rank=1 + sum(1 for total in totals if total[1] > mine[1]), user=mine[0], points=mine[1])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 
 from bot.core import pages, scoring
 from bot.core.bank import TOPICS
@@ -16,6 +16,7 @@ from bot.core.errors import InvalidInput, NotFound
 from bot.core.ports import StoreTx
 from bot.core.records import OutboxRecord
 from bot.core.text import clean_name
+from bot.core.timing import as_utc
 from bot.core.values import (
     AdminPage,
     BankPage,
@@ -87,8 +88,7 @@ class WebPagesMixin(EngineBase):
             user = UserRef(community.platform, community.community_id, user_id, name)
             score = self._score_card(tx, user, config, member_id, now)  # in the same unit of work
         next_review = min(upcoming, default=None)
-        if next_review is not None and next_review.tzinfo is None:
-            next_review = next_review.replace(tzinfo=timezone.utc)
+        next_review = None if next_review is None else as_utc(next_review)
         return MemberPage(web, score, history, topics, missed[: pages.MISSED_LIMIT], next_review)
 
     def bank_page(self, community: CommunityRef, topic: str | None = None, page: int = 1) -> BankPage:
@@ -135,8 +135,7 @@ class WebPagesMixin(EngineBase):
             closes = tx.next_close(config.id)
             flagged = self._flagged_lines(tx, config.id, now)
         daily, weekly = pages.next_runs(config, now)
-        if closes is not None and closes.tzinfo is None:
-            closes = closes.replace(tzinfo=timezone.utc)
+        closes = None if closes is None else as_utc(closes)
         return AdminPage(
             web,
             config.as_pairs(),
