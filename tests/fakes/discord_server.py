@@ -105,6 +105,7 @@ class FakeDiscord:
         self.interactions: dict[str, Interaction] = {}
         self.command_syncs: list[tuple[str, list[dict[str, Any]]]] = []
         self.identifies: list[dict[str, Any]] = []
+        self.announced: list[set[str]] = []  # per identify: the guilds sent to that connection
         self.rate_limits: list[tuple[str, re.Pattern[str], float]] = []
         self.failures: list[tuple[str, re.Pattern[str], int]] = []  # one 5xx each, when asked
         self.refusals: list[Refusal] = []  # 4xx answers for chosen requests (`refuse`)
@@ -255,6 +256,7 @@ class FakeDiscord:
                 entry = (socket, (int(shard[0]), int(shard[1])), int(identify["intents"]))
                 self.sockets.append(entry)
                 mine = [g for g in self.guilds if self.shard_of(g, entry[1][1]) == entry[1][0]]
+                self.announced.append(set(mine))
                 ready = {
                     "v": 10,
                     "user": self.bot_user,
@@ -368,19 +370,51 @@ class FakeDiscord:
         data: dict[str, Any] = {"id": snowflake(), "name": name, "type": 1, "options": options}
         return await self.interact(4, gid, cid, who, data, permissions=ADMIN_PERMS if admin else MEMBER_PERMS)
 
-    def bot_message(self, cid: str, custom_ids: list[str]) -> dict[str, Any]:
-        """A message of the bot's with buttons carrying these ids (a tampered or stale one)."""
+    def bot_message(self, cid: str, custom_ids: list[str], selects: tuple[str, ...] = ()) -> dict[str, Any]:
+        """A message of the bot's with buttons carrying these ids (a tampered or stale one), and
+        a string select (type 3) per id in `selects`, each in its own row as Discord requires."""
         buttons = [{"type": 2, "style": 1, "label": "?", "custom_id": c} for c in custom_ids]
-        return self.store_message(
-            cid, {"content": "", "components": [{"type": 1, "components": buttons}]}, "channel", []
-        )
+        rows: list[dict[str, Any]] = [{"type": 1, "components": buttons}] if buttons else []
+        options = [{"label": "One", "value": "1"}, {"label": "Two", "value": "2"}]
+        rows += [
+            {
+                "type": 1,
+                "components": [{"type": 3, "custom_id": s, "options": options, "min_values": 1, "max_values": 1}],
+            }
+            for s in selects
+        ]
+        return self.store_message(cid, {"content": "", "components": rows}, "channel", [])
+
+    def component(self, message_id: str, custom_id: str) -> dict[str, Any]:
+        """The message's component with this id: Discord only delivers interactions on those."""
+        message = self.messages[message_id]
+        for row in message.get("components", []):
+            for found in row.get("components", []):
+                if found.get("custom_id") == custom_id:
+                    return dict(found)
+        raise AssertionError(f"message {message_id} has no component {custom_id}")
 
     async def click(self, message_id: str, custom_id: str, who: dict[str, Any], admin: bool = False) -> Interaction:
+        if self.component(message_id, custom_id)["type"] != 2:
+            raise AssertionError(f"{custom_id} is not a button: choose() from a select")
+        return await self.use(message_id, {"custom_id": custom_id, "component_type": 2}, who, admin)
+
+    async def choose(
+        self, message_id: str, custom_id: str, values: list[str], who: dict[str, Any], admin: bool = False
+    ) -> Interaction:
+        """A member picks `values` in a select menu (component type 3), as Discord sends it."""
+        select = self.component(message_id, custom_id)
+        allowed = [o["value"] for o in select.get("options", [])]
+        if select["type"] != 3 or not set(values) <= set(allowed):
+            raise AssertionError(f"{custom_id} is not a select offering {values}")
+        if not select.get("min_values", 1) <= len(values) <= select.get("max_values", 1):
+            raise AssertionError(
+                f"{custom_id} takes {select.get('min_values', 1)}-{select.get('max_values', 1)} values"
+            )
+        return await self.use(message_id, {"custom_id": custom_id, "component_type": 3, "values": values}, who, admin)
+
+    async def use(self, message_id: str, data: dict[str, Any], who: dict[str, Any], admin: bool) -> Interaction:
         message = self.messages[message_id]
-        ids = [c.get("custom_id") for row in message.get("components", []) for c in row.get("components", [])]
-        if custom_id not in ids:  # Discord only delivers clicks on components the message has
-            raise AssertionError(f"message {message_id} has no component {custom_id}")
-        data = {"custom_id": custom_id, "component_type": 2}
         permissions = ADMIN_PERMS if admin else MEMBER_PERMS
         return await self.interact(
             3, message.get("guild_id"), message["channel_id"], who, data, message=message, permissions=permissions

@@ -6,6 +6,8 @@ Runtime and renders the card that comes back.
 - Posts decided by the engine (daily rounds, reveals, leaderboards, demo results) arrive
   through the outbox at `send`, which returns the message id as the reference; the reveal
   also edits the question (buttons disabled, counts) through `RevealCard.question_ref`.
+- Every click and select is answered: one the bot cannot read (an older release's button,
+  a hand-made id, a select) gets wording.STALE_BUTTON privately at once, logged at debug.
 - Text answers: messages that mention the bot (Discord delivers their content without the
   privileged message-content intent); the feedback goes by direct message.
 - /suggest: a first modal (topic, level, prompt, choices, the right one) kept as a draft, then
@@ -32,6 +34,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.config import Settings
+from bot.core import choices as codec
 from bot.core import wording
 from bot.core.errors import SendFailed
 from bot.core.practice import QUEUE_PREFIX, SUGGEST_PREFIX, decode_decision, decode_draft
@@ -53,7 +56,7 @@ from bot.core.values import (
 )
 from bot.platforms.discord import render as layout
 from bot.platforms.discord.commands import register
-from bot.platforms.discord.views import AnswerButton
+from bot.platforms.discord.views import ID_PREFIX
 from bot.platforms.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -61,6 +64,7 @@ log = logging.getLogger(__name__)
 PLATFORM = layout.PLATFORM
 DEFAULT_API = "https://discord.com/api/v10"
 ACK_WITHIN_S = 2.0  # defer an interaction whose engine call is still running after this
+SETTLE_ON_CLOSE_S = 5.0  # how long a stop waits for the interactions being answered
 READY_WAIT_S = 30.0
 _MENTION = re.compile(r"<@!?(\d+)>")
 _CHANNEL = re.compile(r"^<#(\d+)>$")
@@ -114,8 +118,11 @@ class StudyBot(commands.Bot):
         await self.study.guild_changed(guild, "resume")
 
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
+        """Every click, select and form of ours comes here (slash commands go to the tree)."""
         if interaction.type is discord.InteractionType.modal_submit:
-            await self.study.modal_submit(interaction)
+            await self.study.handle(self.study.modal_submit, interaction)
+        elif interaction.type is discord.InteractionType.component:
+            await self.study.handle(self.study.component, interaction)
 
 
 class ShardedStudyBot(StudyBot, commands.AutoShardedBot):
@@ -149,6 +156,7 @@ class DiscordApp:
         self.bot = bot
         self.ready = asyncio.Event()
         self.synced: bool | None = None  # after setup: True when the tree was synced, False when unchanged
+        self._handling: set[asyncio.Task[Any]] = set()
 
     # ---------------------------------------------------------------- start
 
@@ -156,7 +164,6 @@ class DiscordApp:
         if self.settings.discord_api_url.rstrip("/") != DEFAULT_API:
             _shards, url, _limits = await self.bot.http.get_bot_gateway()
             discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
-        self.bot.add_dynamic_items(AnswerButton)
         try:
             self.synced = await self.sync_commands()
         except discord.HTTPException:
@@ -189,7 +196,30 @@ class DiscordApp:
         await self.bot.start(token.get_secret_value())
 
     async def close(self) -> None:
+        """Stop: the interactions being answered finish first (at most SETTLE_ON_CLOSE_S)."""
+        try:
+            await asyncio.wait_for(self.settled(), SETTLE_ON_CLOSE_S)
+        except TimeoutError:
+            log.warning("Discord: stopping with %s interaction(s) still unanswered", len(self._handling))
         await self.bot.close()
+
+    async def handle(
+        self, handler: Callable[[discord.Interaction[Any]], Awaitable[None]], interaction: discord.Interaction[Any]
+    ) -> None:
+        """Run one interaction's handler, counted until it has answered (see `settled`)."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._handling.add(task)
+        try:
+            await handler(interaction)
+        finally:
+            if task is not None:
+                self._handling.discard(task)
+
+    async def settled(self) -> None:
+        """Return once every click and form being handled now has been answered (or failed)."""
+        while pending := self._handling - {asyncio.current_task()}:
+            await asyncio.wait(pending)
 
     # ------------------------------------------------------------ interactions
 
@@ -286,8 +316,19 @@ class DiscordApp:
         except discord.HTTPException:
             log.warning("answering interaction %s failed", interaction.id, exc_info=True)
 
+    async def component(self, interaction: discord.Interaction[Any]) -> None:
+        """Every click and select on a message: a button of ours goes to `click`; anything else
+        (a select, another app's or a hand-made id) is answered as stale."""
+        data: dict[str, Any] = dict(interaction.data or {})
+        custom_id = str(data.get("custom_id") or "")
+        if data.get("component_type") == discord.ComponentType.button.value and custom_id.startswith(ID_PREFIX):
+            await self.click(interaction, custom_id)
+        else:
+            await self.stale(interaction, custom_id)
+
     async def click(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
-        """Every button of ours: the suggestion form's continue, a queue decision, an answer."""
+        """Every button of ours: the suggestion form's continue, a queue decision, an answer; one
+        whose id does not decode (an older release's, a tampered one) is answered as stale."""
         if custom_id.startswith(SUGGEST_PREFIX):
             await self.open_second_form(interaction, custom_id)
         elif custom_id.startswith(QUEUE_PREFIX):
@@ -295,7 +336,14 @@ class DiscordApp:
         else:
             await self.answer_click(interaction, custom_id)
 
+    async def stale(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
+        """A component the bot cannot read: one private sentence at once, never "This interaction failed"."""
+        log.debug("interaction %s: component id %r is not one this bot can read", interaction.id, custom_id[:100])
+        await self.refuse(interaction, wording.STALE_BUTTON)
+
     async def answer_click(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
+        if codec.decode_answer(custom_id) is None:
+            return await self.stale(interaction, custom_id)
         if interaction.guild_id is None:
             await self.refuse(interaction, wording.GUILD_ONLY)
             return
@@ -313,7 +361,7 @@ class DiscordApp:
 
     async def open_second_form(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
         if decode_draft(custom_id) is None:
-            return await self.refuse(interaction, wording.FORM_EXPIRED)
+            return await self.stale(interaction, custom_id)
         await self.open_form(interaction, layout.explain_form(custom_id))
 
     def admin(self, interaction: discord.Interaction[Any]) -> CommunityRef | None:
@@ -324,11 +372,13 @@ class DiscordApp:
         return CommunityRef(PLATFORM, str(interaction.guild_id))
 
     async def decide_click(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
+        decoded = decode_decision(custom_id)
+        if decoded is None:
+            return await self.stale(interaction, custom_id)
         community = self.admin(interaction)
         if community is None:
             return await self.refuse(interaction, wording.NEEDS_MANAGE_SERVER)
-        decoded = decode_decision(custom_id)
-        if decoded is not None and decoded[1] == "note":
+        if decoded[1] == "note":
             return await self.open_form(interaction, layout.note_form(custom_id))
         await self.respond(
             interaction, self.engine.decide_button, community, custom_id, after=self.notifier(interaction)
