@@ -1,5 +1,6 @@
 """Slack: Bolt's AsyncApp over Socket Mode or HTTP, one workspace or many (OAuth)."""
 
-from bot.platforms.slack.app import COMMANDS, EVENTS, SlackBot, attach, build_app
+from bot.platforms.slack.app import SlackBot, attach, build_app
+from bot.platforms.slack.listeners import COMMANDS, CONFIG_COMMAND, EVENTS
 
-__all__ = ["COMMANDS", "EVENTS", "SlackBot", "attach", "build_app"]
+__all__ = ["COMMANDS", "CONFIG_COMMAND", "EVENTS", "SlackBot", "attach", "build_app"]
