@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -28,11 +27,12 @@ from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from bot.bridge import Bridge, report_incident
 from bot.core.bank import TOPICS
 from bot.core.engine import StudyEngine
 from bot.core.errors import NotFound, StudyBotError
 from bot.core.values import BankEntry, ChoiceReveal, CommunityRef
-from bot.bridge import Bridge
+from bot.core.wording import BUG
 from bot.web import charts
 from bot.web.links import BadLink, Grant, WebLinks
 
@@ -238,9 +238,8 @@ def _page(
         except web.HTTPException:
             raise
         except Exception:
-            incident = uuid.uuid4().hex[:8]
-            log.exception("web page %s failed (incident %s)", request.rel_url.path.split("/")[-1], incident)
-            return refuse(request, 500, "Something went wrong", f"Sorry, that failed (incident {incident}).")
+            incident = report_incident(f"web page {request.rel_url.path.split('/')[-1]}")
+            return refuse(request, 500, "Something went wrong", BUG.format(incident=incident))
 
     return page
 
