@@ -28,6 +28,7 @@ class Call:
     params: dict[str, Any]
     token: str | None
     http: str  # GET or POST
+    url: str = ""  # a response_url call: the name its url was made with
 
 
 @dataclass
@@ -126,6 +127,16 @@ class FakeSlack:
                 await asyncio.wait_for(self._changed.wait(), timeout=0.1)
             except TimeoutError:
                 pass
+
+    async def wait_response(self, name: str, timeout: float = 5.0) -> Call:
+        """The first answer through the response_url made with `name`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [c for c in self.of("response_url") if c.url == name]
+            if found:
+                return found[0]
+            assert time.monotonic() < deadline, f"nothing through response_url {name} within {timeout}s"
+            await asyncio.sleep(0.01)
 
     def _record(self, call: Call) -> None:
         self.calls.append(call)
@@ -297,7 +308,7 @@ class FakeSlack:
 
     async def _respond(self, request: web.Request) -> web.Response:
         body = await request.json()
-        self._record(Call("response_url", body, None, "POST"))
+        self._record(Call("response_url", body, None, "POST", url=request.match_info["name"]))
         return web.Response(text="ok")
 
     async def _upload(self, request: web.Request) -> web.Response:
