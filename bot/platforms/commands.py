@@ -89,7 +89,7 @@ def _close(where: Where, _text: str) -> Ask:
 
 
 TABLE: tuple[TextCommand, ...] = (
-    TextCommand("quiz", "[topic]", _quiz, ("", "fundamentals", "memory")),
+    TextCommand("quiz", "[topic]", _quiz, ("", "fundamentals", "schedules")),
     TextCommand("review", "", _review),
     TextCommand("score", "", _score),
     TextCommand("leaderboard", "[week|all|2026-W48]", _leaderboard, ("", "week", "this-week", "all", "2026-W48")),
@@ -104,7 +104,7 @@ TABLE: tuple[TextCommand, ...] = (
             "time 18:30",
             "timezone Europe/Berlin",
             "window 8",
-            "topics fundamentals,memory",
+            "topics fundamentals,schedules",
             "web public",
             "pause",
             "resume",

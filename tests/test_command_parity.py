@@ -1,0 +1,224 @@
+"""Every documented command and option asks the engine the same thing on every platform.
+
+The list is the shared text-command table (bot.platforms.commands.TABLE, `documented`). Each
+entry is typed on the console (the real app on a real Runtime), sent as a Slack slash command
+to the real Bolt app (tests/fakes/slack_api.py) and as a Discord slash command to the real
+discord.py client (tests/fakes/discord_server.py). A spy on the engine records, for each,
+which method was called with which arguments (references reduced to their role) and what kind
+of card came back; the three records must be equal. Commands of one platform only are listed
+apart: the console's /as, /daily, /close, /quit; Discord's and Slack's buttons."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from bot.core.bank import Bank
+from bot.core.demo_request import parse_demo
+from bot.core.engine import StudyEngine
+from bot.core.errors import StudyBotError
+from bot.core.values import ChannelRef, CommunityRef, UserRef
+from bot.jobs import DemoJobRunner, LocalBackend
+from bot.platforms import commands
+from bot.platforms.slack.listeners import SLACK_NAMES
+from bot.store.database import Database, upgrade
+from bot.store.repository import SqlStore
+from tests.conftest import FakeClock
+from tests.console_chat import Console
+from tests.fakes.discord_server import user
+from tests.fakes.slack_api import FakeSlack, command_body
+from tests.test_discord import World, world  # noqa: F401  (the fixture)
+from tests.test_slack import FORM, start_slack, stop_slack
+
+START = datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc)
+# Typed where only one platform has them (not walked here: their own tests cover them).
+ONLY_ON = {
+    "console": ("/as NAME", "/daily", "/close", "/quit", "/suggest's guided prompts"),
+    "discord": ("answer buttons", "the members' queue buttons", "the /suggest modal"),
+    "slack": ("answer buttons", "the members' queue buttons", "the /suggest modal", "App Home"),
+}
+WALKED = [
+    (name, option)
+    for name, option in commands.documented("discord")
+    if commands.BY_NAME[name].ask is not None and commands.documented("slack").count((name, option))
+]
+ADMIN = user("900000000000000001", "admin")
+
+
+class Spy:
+    """Wraps the table's engine methods on one engine: (method, arguments, card kind) per
+    outermost call (configure's own call to config is not recorded)."""
+
+    def __init__(self, engine: StudyEngine, channel_id: str) -> None:
+        self.calls: list[tuple[str, tuple[object, ...], str]] = []
+        self.channel_id = channel_id
+        self._depth = threading.local()
+        methods = {c.ask(commands.Where(_U, _C), o).method for c in commands.TABLE if c.ask for o in c.documented}
+        for method in methods:
+            setattr(engine, method, self._wrap(method, getattr(engine, method)))
+
+    def _wrap(self, method: str, call: Callable[..., object]) -> Callable[..., object]:
+        def spied(*args: object, **kwargs: object) -> object:
+            depth = getattr(self._depth, "n", 0)
+            self._depth.n = depth + 1
+            kind = "error"
+            try:
+                result = call(*args, **kwargs)
+                kind = type(result).__name__
+                return result
+            except StudyBotError as exc:
+                kind = type(exc).__name__
+                raise
+            finally:
+                self._depth.n = depth
+                if depth == 0:
+                    self.calls.append((method, self._norm(method, (*args, *kwargs.values())), kind))
+
+        return spied
+
+    def _norm(self, method: str, args: tuple[object, ...]) -> tuple[object, ...]:
+        def one(value: object) -> object:
+            if isinstance(value, UserRef | ChannelRef | CommunityRef):
+                return type(value).__name__
+            if value == self.channel_id:
+                return "<this channel>"
+            return value
+
+        if method == "request_demo":
+            return (*map(one, args[:2]), parse_demo(str(args[2])))
+        return tuple(map(one, args))
+
+    async def next_call(self, count: int, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.calls) <= count:
+            assert time.monotonic() < deadline, f"no engine call within {timeout} s; so far {self.calls}"
+            await asyncio.sleep(0.02)
+
+
+_U = UserRef("console", "c", "u", "u")
+_C = ChannelRef("console", "c", "console")
+
+
+def fresh_engine(path: Path, bank: Bank, clock: FakeClock) -> tuple[StudyEngine, Database]:
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    database = Database(url)
+    return StudyEngine(SqlStore(database), bank, clock=clock), database
+
+
+def walk_console(tmp_path: Path, bank: Bank, clock: FakeClock) -> list[tuple[str, tuple[object, ...], str]]:
+    clock.set(START)
+    engine, database = fresh_engine(tmp_path / "console.db", bank, clock)
+    engine.config(CommunityRef("console", "club"), "channel", "console")
+    spy = Spy(engine, "console")
+    chat = Console(engine, community="club", user="Ann")
+    # queued demos stay queued: a runner that is never started (the console asks the engine only with one)
+    chat.runtime.demo_runner = DemoJobRunner(engine, LocalBackend(), tmp_path / "charts")
+    try:
+        for name, option in WALKED:
+            before = len(spy.calls)
+            chat.handle(f"/{name} {option}".strip())
+            assert len(spy.calls) == before + 1, (name, option, spy.calls[before:])
+    finally:
+        chat.close()
+        database.dispose()
+    return spy.calls
+
+
+async def walk_slack(tmp_path: Path, bank: Bank, clock: FakeClock) -> list[tuple[str, tuple[object, ...], str]]:
+    clock.set(START)
+    url = f"sqlite:///{tmp_path / 'slack.db'}"
+    upgrade(url)
+    fake = await FakeSlack().start()
+    slack, database = await start_slack(fake, url, bank, clock)
+    try:
+        slack.engine.config(CommunityRef("slack", "T1"), "channel", "C1")
+        spy = Spy(slack.engine, "C1")
+        for n, (name, option) in enumerate(WALKED):
+            command = SLACK_NAMES.get(name, f"/{name}")
+            body = command_body(command, option, "UALLOWED", "T1", "C1", fake.response_url(f"walk-{n}"))
+            before = len(spy.calls)
+            assert (await slack.post(body, FORM)).status == 200
+            await spy.next_call(before)
+        return spy.calls
+    finally:
+        await stop_slack(slack, database)
+        await fake.stop()
+
+
+def discord_options(name: str, option: str) -> list[dict[str, Any]]:
+    """The documented option as Discord's typed options (a demo: its subcommand's)."""
+
+    def typed(key: str, value: object) -> dict[str, Any]:
+        kind = {bool: 5, int: 4, float: 10}.get(type(value), 3)
+        return {"name": key, "type": kind, "value": value}
+
+    if not option:
+        return []
+    if name == "demo":
+        sub, *pairs = option.split()
+        given = [pair.partition("=") for pair in pairs]
+        return [
+            {
+                "name": sub,
+                "type": 1,
+                "options": [typed(k.replace("-", "_"), int(v) if v.isdigit() else v) for k, _, v in given],
+            }
+        ]
+    if name == "config":
+        key, _, value = option.partition(" ")
+        return [typed("setting", key), *([typed("value", value)] if value else [])]
+    if name == "forget-me":
+        return [typed("confirm", option == "confirm")]
+    return [typed({"quiz": "topic", "leaderboard": "scope"}[name], option)]
+
+
+async def walk_discord(place: World, clock: FakeClock) -> list[tuple[str, tuple[object, ...], str]]:
+    clock.set(START)
+    running = await place.start()
+    try:
+        running.engine.config(CommunityRef("discord", place.guild), "channel", place.channel)
+        spy = Spy(running.engine, place.channel)
+        for name, option in WALKED:
+            before = len(spy.calls)
+            asked = await place.fake.slash(
+                name, ADMIN, place.guild, place.channel, discord_options(name, option), admin=True
+            )
+            await place.fake.answered(asked)
+            await spy.next_call(before)
+        return spy.calls
+    finally:
+        await running.stop()
+
+
+def test_the_walk_covers_every_documented_command_of_every_platform() -> None:
+    walked = {name for name, _ in WALKED}
+    for platform in commands.EVERYWHERE:
+        asked = {name for name, _ in commands.documented(platform) if commands.BY_NAME[name].ask is not None}
+        assert asked - walked == ({"daily", "close"} if platform == "console" else set()), platform
+    assert set(ONLY_ON) == set(commands.EVERYWHERE)
+    assert {"config", "leaderboard", "demo"} <= walked
+    assert ("config", "pause") in WALKED and ("config", "post-now") in WALKED
+    assert ("leaderboard", "this-week") in WALKED
+
+
+async def test_every_platform_asks_the_engine_the_same_and_gets_the_same_kind_of_card(
+    world: World,  # noqa: F811
+    tmp_path: Path,
+    test_bank: Bank,
+    clock: FakeClock,
+) -> None:
+    console = await asyncio.to_thread(walk_console, tmp_path, test_bank, clock)
+    slack = await walk_slack(tmp_path, test_bank, clock)
+    discord = await walk_discord(world, clock)
+    assert len(console) == len(WALKED)
+    for n, (name, option) in enumerate(WALKED):
+        assert console[n] == slack[n] == discord[n], (name, option, console[n], slack[n], discord[n])
+    kinds = {kind for _, _, kind in console}
+    assert {"ConfigCard", "LeaderboardCard", "QuestionCard", "DemoQueued", "Forgotten"} <= kinds  # it did things
+    assert console[[option for name, option in WALKED].index("post-now")][2] == "QuestionCard"
