@@ -11,4 +11,4 @@ Nothing in this package imports the bot.
 
 from __future__ import annotations
 
-__all__ = ["chart", "checkpoint", "estimate", "memory", "models"]
+__all__ = ["budget", "chart", "checkpoint", "errors", "estimate", "hf", "memory", "models", "strategies", "traced"]

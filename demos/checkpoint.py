@@ -1,24 +1,30 @@
 """Measured peak memory and step time with and without activation checkpointing.
 
-    python -m demos.checkpoint [--model blocks|chain] [--layers N] [--tokens T]
-        [--width D] [--strategies none,block,sqrt,selective,offload]
-        [--device auto|cpu|cuda] [--repeat K] [--json] [--chart PATH]
-        [--sweep 4,16,64,256]
+    python -m demos.checkpoint [--model blocks|chain|transformer|hf-gpt2] [--layers N]
+        [--tokens T] [--width D] [--heads H] [--batch B]
+        [--strategies none,block,sqrt,selective,selective-attn,offload,budget]
+        [--budgets 1.0,0.5,0.2,0.0] [--device auto|cpu|cuda] [--repeat K] [--check]
+        [--json] [--chart PATH] [--sweep 4,16,64,256]
 
 For every strategy one instrumented step (forward + backward, seeded, gradients set to
-``None`` first) gives the memory figures and the gradients, then ``K`` plain steps give
-the median step time. Memory figures are bytes above what existed before the step
-(parameters and input), and include the parameter gradients the step creates:
+``None`` first) gives the memory figures, the memory timeline and the gradients, then
+``K`` plain steps give the median step time. Memory figures are bytes above what existed
+before the step (parameters and input), and include the parameter gradients it creates:
 
 - ``peak_bytes``: on CUDA ``max_memory_allocated()`` minus the pre-step baseline; on CPU
-  the live-tensor meter (:class:`demos.memory.LiveTensorMeter`).
-- ``peak_check_bytes``: an independent second method. On CPU the allocator's own
-  allocation events recorded by ``torch.profiler`` (profile_memory=True), replayed; on
-  CUDA the live-tensor meter.
+  the live-tensor meter (:class:`demos.memory.LiveTensorMeter`), or for ``budget`` (compiled
+  code, which a dispatch mode cannot watch) the allocator events ``torch.profiler`` records.
+- ``timeline``: live bytes through the step from the same meter (CUDA: the allocator's
+  memory history), forward then backward, recomputations marked; its maximum is the peak.
+- ``estimate_bytes`` and ``estimate_error_pct``: the fake-tensor trace of the same step
+  (nothing allocated) and how far it is from ``peak_bytes``.
+- ``peak_check_bytes``: with ``--check`` (or on CUDA) an independent second meter: on the
+  CPU the profiler's allocator events, on CUDA the live-tensor meter; else null.
 - ``saved_bytes``: bytes still live at the end of the forward pass, i.e. what the graph
   keeps for backward (plus the scalar loss).
 - ``reserved_bytes`` (CUDA only): ``max_memory_reserved()``.
-- ``grads_identical``: every parameter gradient ``torch.equal`` to the ``none`` run's.
+- ``grads_identical``: every parameter gradient ``torch.equal`` to the ``none`` run's;
+  ``grad_max_diff`` the largest absolute difference (compiled code may reorder sums).
 
 Bad input gets one sentence on stderr and exit code 2.
 """
@@ -33,29 +39,51 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
 from torch import nn
 
-from demos.estimate import BadInput, TracedStep, trace_demo_step
-from demos.memory import BACKWARD, LiveTensorMeter, cuda_step_memory, profiler_allocations
-from demos.models import MODEL_KINDS, build_model, parameter_bytes, segments_for
-from demos.strategies import CUDA_ONLY, STRATEGIES, MatmulSavePolicy, loss_of, make_forward
+from demos.errors import BadInput
+from demos.traced import TracedStep
+from demos.memory import (
+    BACKWARD,
+    BACKWARD_RANGE,
+    LiveTensorMeter,
+    Timeline,
+    cuda_step_memory,
+    profiler_allocations,
+)
+from demos.models import MODEL_KINDS, TOKEN_MODELS, DemoNet, build_net, demo_input, parameter_bytes, segments_for
+from demos.strategies import CUDA_ONLY, RECOMPUTING, STRATEGIES, MatmulSavePolicy, make_forward, policy_for
 
 log = logging.getLogger(__name__)
 
 DEFAULT_STRATEGIES = ("none", "block", "sqrt", "selective")
 DEFAULT_SWEEP = (4, 16, 64, 256)
+DEFAULT_BUDGETS = (1.0, 0.5, 0.2, 0.0)
+#: Per-model defaults: layers, tokens, width, heads, batch. The transformer's runs in
+#: about as long as the blocks' on a CPU; hf-gpt2 is GPT-2 small's shape at 2 layers.
+MODEL_DEFAULTS: dict[str, tuple[int, int, int, int, int]] = {
+    "blocks": (16, 2048, 128, 4, 1),
+    "chain": (16, 2048, 128, 4, 1),
+    "transformer": (4, 256, 128, 4, 4),
+    "hf-gpt2": (2, 128, 768, 12, 2),
+}
 MAX_LAYERS = 4096
 MAX_TOKENS = 1 << 20
 MAX_WIDTH = 16384
+MAX_HEADS = 256
+MAX_BATCH = 4096
 MAX_REPEAT = 100
 #: Refuse a request whose estimated run time exceeds this many seconds.
 DEFAULT_TIME_BUDGET_S = 120.0
 #: Assumed sustained float32 throughput for the time budget (FLOP/s).
 ASSUMED_FLOPS = {"cpu": 2.0e10, "cuda": 5.0e12}
+#: Seconds one compile of the budget strategy is assumed to take, for the time budget.
+COMPILE_S = {"cpu": 4.0, "cuda": 30.0}
 MIB = 1024**2
 
 
@@ -74,19 +102,29 @@ class DemoConfig:
     json: bool = False
     time_budget_s: float = DEFAULT_TIME_BUDGET_S
     progress: bool = False
+    heads: int = 4
+    batch: int = 1
+    budgets: tuple[float, ...] = DEFAULT_BUDGETS
+    check: bool = False
 
 
 @dataclass(frozen=True)
 class StrategyResult:
     strategy: str
     peak_bytes: int
-    peak_check_bytes: int
+    peak_check_bytes: int | None
     saved_bytes: int
     step_ms: float
     grads_identical: bool
     estimate_bytes: int | None = None
     reserved_bytes: int | None = None
     layers: int | None = None
+    label: str = ""
+    budget: float | None = None
+    grad_max_diff: float = 0.0
+    estimate_error_pct: float | None = None
+    meter: str = ""
+    timeline: Timeline | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +156,10 @@ class DemoReport:
     sweep: list[int] = field(default_factory=list)
     chart: str | None = None
     meters: dict[str, str] = field(default_factory=dict)
+    heads: int = 0
+    batch: int = 1
+    charts: dict[str, str] = field(default_factory=dict)
+    estimate_kernels: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -125,11 +167,17 @@ class DemoReport:
             del out["sweep"]
         if self.chart is None:
             del out["chart"]
+        if not self.charts:
+            del out["charts"]
         return out
 
-    def result(self, strategy: str, layers: int | None = None) -> StrategyResult:
+    def result(self, strategy: str, layers: int | None = None, budget: float | None = None) -> StrategyResult:
         for r in self.results:
-            if r.strategy == strategy and (layers is None or r.layers == layers):
+            if (
+                r.strategy == strategy
+                and (layers is None or r.layers == layers)
+                and (budget is None or r.budget == budget)
+            ):
                 return r
         raise KeyError(strategy)
 
@@ -152,6 +200,20 @@ def _int(name: str, text: str, low: int, high: int) -> int:
     return value
 
 
+def _budgets(text: str) -> tuple[float, ...]:
+    parts = [t.strip() for t in text.split(",") if t.strip()] or [text]
+    values: list[float] = []
+    for part in parts:
+        try:
+            value = float(part)
+        except ValueError:
+            raise BadInput(f"Every --budgets value must be a number from 0 to 1, not {part!r}.") from None
+        if not 0.0 <= value <= 1.0:
+            raise BadInput(f"Every --budgets value must be a number from 0 to 1, not {part}.")
+        values.append(value)
+    return tuple(dict.fromkeys(values))
+
+
 def parse_args(argv: Sequence[str] | None) -> DemoConfig:
     """Validate the command line; raises :class:`BadInput` with one sentence."""
     p = _Parser(
@@ -161,45 +223,73 @@ def parse_args(argv: Sequence[str] | None) -> DemoConfig:
     )
     p.add_argument("--model", default="blocks")
     p.add_argument("--layers", default=None)
-    p.add_argument("--tokens", default="2048")
-    p.add_argument("--width", default="128")
+    p.add_argument("--tokens", default=None)
+    p.add_argument("--width", default=None)
+    p.add_argument("--heads", default=None)
+    p.add_argument("--batch", default=None)
     p.add_argument("--strategies", default=None)
+    p.add_argument("--budgets", default=None, help="activation memory budgets for the budget strategy")
     p.add_argument("--device", default="auto")
     p.add_argument("--repeat", default="3")
     p.add_argument("--seed", default="0")
     p.add_argument("--sweep", default=None)
     p.add_argument("--chart", default=None)
     p.add_argument("--time-budget", default=str(DEFAULT_TIME_BUDGET_S))
+    p.add_argument("--check", action="store_true", help="also measure with a second, independent meter")
     p.add_argument("--json", action="store_true")
     p.add_argument("--progress", action="store_true", help="JSON lines: start, one per strategy, then the result")
     a = p.parse_args(list(argv) if argv is not None else None)
 
     if a.model not in MODEL_KINDS:
-        raise BadInput(f"Unknown model {a.model!r}; choose blocks or chain.")
+        raise BadInput(f"Unknown model {a.model!r}; choose {', '.join(MODEL_KINDS[:-1])} or {MODEL_KINDS[-1]}.")
     sweep: tuple[int, ...] = ()
     if a.sweep is not None:
         parts = [s for s in a.sweep.split(",") if s.strip()] or [""]
         sweep = tuple(_int("every --sweep depth", s.strip(), 1, MAX_LAYERS) for s in parts)
-    layers = _int("--layers", a.layers, 1, MAX_LAYERS) if a.layers is not None else 16
-    tokens = _int("--tokens", a.tokens, 1, MAX_TOKENS)
-    width = _int("--width", a.width, 1, MAX_WIDTH)
+    model = "chain" if sweep else a.model
+    d_layers, d_tokens, d_width, d_heads, d_batch = MODEL_DEFAULTS[model]
+    layers = _int("--layers", a.layers, 1, MAX_LAYERS) if a.layers is not None else d_layers
+    tokens = _int("--tokens", a.tokens, 1, MAX_TOKENS) if a.tokens is not None else d_tokens
+    width = _int("--width", a.width, 1, MAX_WIDTH) if a.width is not None else d_width
+    heads = _int("--heads", a.heads, 1, MAX_HEADS) if a.heads is not None else d_heads
+    batch = _int("--batch", a.batch, 1, MAX_BATCH) if a.batch is not None else d_batch
     repeat = _int("--repeat", a.repeat, 1, MAX_REPEAT)
     seed = _int("--seed", a.seed, 0, 2**31 - 1)
+    budgets = _budgets(a.budgets) if a.budgets is not None else DEFAULT_BUDGETS
     try:
         budget = float(a.time_budget)
     except ValueError:
         raise BadInput(f"--time-budget must be a number of seconds, not {a.time_budget!r}.") from None
     if not 0 < budget < 1e6:
         raise BadInput(f"--time-budget must be a positive number of seconds, not {a.time_budget}.")
+    if model in TOKEN_MODELS and width % heads:
+        raise BadInput(f"--width ({width}) must be a multiple of --heads ({heads}) for the {model} model.")
+    if model == "transformer" and tokens > 65536:
+        raise BadInput(f"--tokens must be at most 65,536 for the transformer, not {tokens:,}.")
 
     if a.strategies is None:
         strategies = ("none", "sqrt") if sweep else DEFAULT_STRATEGIES
+        if model == "hf-gpt2":
+            strategies = ("none", "block")
     else:
         names = [s.strip() for s in a.strategies.split(",") if s.strip()]
         unknown = [s for s in names if s not in STRATEGIES]
         if unknown or not names:
             raise BadInput(f"Unknown strategy {(unknown or [a.strategies])[0]!r}; choose from {', '.join(STRATEGIES)}.")
         strategies = tuple(dict.fromkeys(["none", *names]))  # "none" is the baseline
+    if model == "hf-gpt2":
+        import importlib.util
+
+        from demos.hf import HF_STRATEGIES
+
+        if importlib.util.find_spec("transformers") is None:
+            raise BadInput("The hf-gpt2 model needs the transformers package (pip install '.[demo]').")
+
+        other = [s for s in strategies if s not in HF_STRATEGIES]
+        if other:
+            raise BadInput(f"The hf-gpt2 model runs {', '.join(HF_STRATEGIES)}; {other[0]} needs a plain layer stack.")
+    if sweep and "budget" in strategies:
+        raise BadInput("The budget strategy compiles one model; run it without --sweep.")
 
     if a.device not in ("auto", "cpu", "cuda"):
         raise BadInput(f"Unknown device {a.device!r}; choose auto, cpu or cuda.")
@@ -209,9 +299,12 @@ def parse_args(argv: Sequence[str] | None) -> DemoConfig:
     device = ("cuda" if has_cuda else "cpu") if a.device == "auto" else a.device
     needs_cuda = [s for s in strategies if s in CUDA_ONLY]
     if needs_cuda and device != "cuda":
-        raise BadInput(f"The {needs_cuda[0]} strategy needs a CUDA GPU, and this run is on the CPU.")
+        raise BadInput(
+            f"The {needs_cuda[0]} strategy needs a CUDA GPU (it moves saved activations to the CPU's "
+            "memory, which on a CPU run is where they already are), and this run is on the CPU."
+        )
     return DemoConfig(
-        model="chain" if sweep else a.model,
+        model=model,
         layers=layers,
         tokens=tokens,
         width=width,
@@ -224,6 +317,10 @@ def parse_args(argv: Sequence[str] | None) -> DemoConfig:
         json=a.json,
         progress=a.progress,
         time_budget_s=budget,
+        heads=heads,
+        batch=batch,
+        budgets=budgets,
+        check=a.check,
     )
 
 
@@ -245,16 +342,21 @@ def free_bytes(device: str) -> int:
     return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
-def estimate_none_step(kind: str, layers: int, tokens: int, width: int) -> TracedStep:
+def estimate_none_step(cfg: DemoConfig, layers: int) -> TracedStep:
     """The fake-traced ``none`` step; deep stacks are extrapolated from 2 and 4 layers.
 
     Every layer of a stack is the same, so bytes and FLOPs grow linearly with depth;
     extrapolating keeps the check fast (a 4,096-layer trace would take seconds).
     """
-    if layers <= 8:
-        return trace_demo_step(kind, layers, tokens, width, "none")
-    two = trace_demo_step(kind, 2, tokens, width, "none")
-    four = trace_demo_step(kind, 4, tokens, width, "none")
+    from demos.estimate import trace_demo_step
+
+    def trace(depth: int) -> TracedStep:
+        kernels = "cuda" if cfg.device == "cuda" else "cpu"
+        return trace_demo_step(cfg.model, depth, cfg.tokens, cfg.width, "none", cfg.heads, cfg.batch, kernels)
+
+    if layers <= 32:
+        return trace(layers)
+    two, four = trace(2), trace(4)
 
     def grow(a: int, b: int) -> int:
         return a + (b - a) * (layers - 2) // 2
@@ -273,7 +375,7 @@ def check_bounds(cfg: DemoConfig) -> TracedStep:
     """Refuse, before anything real is allocated, a run that would not fit or not finish."""
     depths = cfg.sweep or (cfg.layers,)
     deepest = max(depths)
-    traced = estimate_none_step(cfg.model, deepest, cfg.tokens, cfg.width)
+    traced = estimate_none_step(cfg, deepest)
     need = traced.params_bytes + traced.input_bytes + traced.peak_bytes
     free = free_bytes(cfg.device)
     if need > 0.8 * free:
@@ -281,8 +383,10 @@ def check_bounds(cfg: DemoConfig) -> TracedStep:
             f"Refused: the estimated peak of {need / MIB:,.0f} MiB (parameters, input and "
             f"the step) exceeds 80% of the {free / MIB:,.0f} MiB free on the {cfg.device}."
         )
-    steps = len(cfg.strategies) * (cfg.repeat + 2) * len(depths)
-    seconds = steps * traced.flops / ASSUMED_FLOPS[cfg.device]
+    runs = sum(len(cfg.budgets) if s == "budget" else 1 for s in cfg.strategies)
+    steps = runs * (cfg.repeat + 2) * len(depths)
+    compiles = len(cfg.budgets) if "budget" in cfg.strategies else 0
+    seconds = steps * traced.flops / ASSUMED_FLOPS[cfg.device] + compiles * COMPILE_S[cfg.device]
     if seconds > cfg.time_budget_s:
         raise BadInput(
             f"Refused: about {traced.flops * steps / 1e12:,.1f} TFLOP in {steps} steps would "
@@ -305,77 +409,158 @@ def _clear_grads(model: nn.Module) -> None:
         p.grad = None
 
 
-def measure_strategy(
-    model: nn.Sequential,
-    x: torch.Tensor,
-    strategy: str,
-    repeat: int,
-    seed: int,
-    baseline_grads: list[torch.Tensor] | None,
-) -> tuple[StrategyResult, list[torch.Tensor]]:
-    """Measure one strategy; returns its result and its gradients."""
-    device = x.device
-    policy = MatmulSavePolicy()
-    forward = make_forward(model, strategy, policy)
+@dataclass
+class Subject:
+    """What a strategy runs on: the model, its input, and how to get a loss under a strategy."""
 
-    def run_forward() -> torch.Tensor:
-        torch.manual_seed(seed)  # the same dropout masks for every strategy
-        return loss_of(forward(x))
+    kind: str
+    model: nn.Module
+    x: torch.Tensor
 
-    meter = LiveTensorMeter(device_type=device.type)
-    _clear_grads(model)
-    reserved: int | None = None
-    if device.type == "cuda":
-        cuda = cuda_step_memory(device, run_forward)
-        peak, saved, reserved = cuda.peak_bytes, cuda.after_forward_bytes, cuda.reserved_bytes
-        _clear_grads(model)
-        with meter:
-            loss = run_forward()
-            meter.set_phase(BACKWARD)
-            loss.backward()
-            del loss
-        _sync(device)
-        check = meter.peak_bytes
-    else:
-        with profiler_allocations() as trace, meter:
-            loss = run_forward()
-            saved = meter.live_bytes
-            meter.set_phase(BACKWARD)
-            loss.backward()
-            del loss
-        peak, check = meter.peak_bytes, trace.peak_bytes
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    if strategy == "selective" and policy.saved == 0:
-        log.warning("the selective policy saved nothing: no operator matched %s", policy.ops)
+    def step(self, strategy: str, policy: MatmulSavePolicy | None, sink: LiveTensorMeter | None) -> Callable[[], torch.Tensor]:
+        x = self.x
+        if self.kind == "hf-gpt2":
+            from demos.hf import gpt2_loss, set_checkpointing
 
+            set_checkpointing(self.model, strategy == "block", sink)
+            if strategy == "offload":
+                return lambda: _offloaded(lambda: gpt2_loss(self.model, x))
+            return lambda: gpt2_loss(self.model, x)
+        net = self.model
+        assert isinstance(net, DemoNet)
+        if strategy == "offload":
+            return lambda: _offloaded(lambda: net.loss(net.body(net.embed(x)), x))
+        body = make_forward(net.body, strategy, policy, sink)
+        return lambda: net.loss(body(net.embed(x)), x)
+
+    def net(self) -> DemoNet:
+        assert isinstance(self.model, DemoNet)
+        return self.model
+
+
+def _offloaded(run: Callable[[], torch.Tensor]) -> torch.Tensor:
+    with torch.autograd.graph.save_on_cpu(pin_memory=True):
+        return run()
+
+
+def _grad_diff(grads: list[torch.Tensor], baseline: list[torch.Tensor] | None) -> tuple[bool, float]:
+    if baseline is None:
+        return True, 0.0
+    if len(grads) != len(baseline):
+        return False, float("inf")
+    identical = all(torch.equal(a, b) for a, b in zip(grads, baseline, strict=True))
+    diff = 0.0 if identical else max(float((a - b).abs().max()) for a, b in zip(grads, baseline, strict=True))
+    return identical, diff
+
+
+def _timed(step: Callable[[], torch.Tensor], model: nn.Module, device: torch.device, repeat: int) -> float:
     times: list[float] = []
     for _ in range(repeat):
         _clear_grads(model)
         _sync(device)
         start = time.perf_counter()
-        loss = run_forward()
+        loss = step()
         loss.backward()
         del loss
         _sync(device)
         times.append(time.perf_counter() - start)
     _clear_grads(model)
+    return round(statistics.median(times) * 1000, 2)
 
-    if baseline_grads is None:
-        identical = True
+
+def measure_strategy(
+    subject: Subject,
+    strategy: str,
+    repeat: int,
+    seed: int,
+    baseline_grads: list[torch.Tensor] | None,
+    check: bool = False,
+    budget: float | None = None,
+) -> tuple[StrategyResult, list[torch.Tensor]]:
+    """Measure one strategy; returns its result and its gradients."""
+    model, x = subject.model, subject.x
+    device = x.device
+    meter = LiveTensorMeter(device_type=device.type)
+    policy = policy_for(strategy) if strategy.startswith("selective") else None
+    if strategy == "budget":
+        from demos.budget import compile_step, warm_up
+
+        assert budget is not None
+        net = subject.net()
+        compiled = compile_step(net.embed, net.body, net.loss, budget, device.type)
+        warm_up(compiled, x, list(model.parameters()))
+
+        def plain() -> torch.Tensor:
+            return compiled(x)
+
+        step = plain
     else:
-        identical = len(grads) == len(baseline_grads) and all(
-            torch.equal(a, b) for a, b in zip(grads, baseline_grads, strict=True)
-        )
+        step = subject.step(strategy, policy, meter)
+
+    def run_forward() -> torch.Tensor:
+        torch.manual_seed(seed)  # the same dropout masks for every strategy
+        return step()
+
+    _clear_grads(model)
+    reserved: int | None = None
+    check_bytes: int | None = None
+    if device.type == "cuda":
+        cuda = cuda_step_memory(device, run_forward, timeline=True)
+        peak, saved, reserved, timeline = cuda.peak_bytes, cuda.after_forward_bytes, cuda.reserved_bytes, cuda.timeline
+        meter_name = "CUDA allocator (max_memory_allocated, memory history)"
+        if strategy != "budget":  # a dispatch mode would make Dynamo run the compiled step eagerly
+            _clear_grads(model)
+            with meter:
+                loss = run_forward()
+                meter.set_phase(BACKWARD)
+                loss.backward()
+                del loss
+            _sync(device)
+            check_bytes = meter.peak_bytes
+    elif strategy == "budget":
+        with profiler_allocations() as trace:
+            loss = run_forward()
+            with torch.profiler.record_function(BACKWARD_RANGE):
+                loss.backward()
+            del loss
+        assert trace.timeline is not None
+        peak, timeline = trace.peak_bytes, trace.timeline
+        forward_end = [b for b, ph in zip(timeline.live_bytes, timeline.phase, strict=True) if ph == "forward"]
+        saved = forward_end[-1] if forward_end else 0
+        meter_name = "CPU allocator events recorded by torch.profiler"
+    else:
+        check_ctx = profiler_allocations() if check else nullcontext()
+        with check_ctx as trace, meter:
+            loss = run_forward()
+            saved = meter.live_bytes
+            meter.set_phase(BACKWARD)
+            loss.backward()
+            del loss
+        peak, timeline = meter.peak_bytes, meter.timeline()
+        check_bytes = trace.peak_bytes if trace is not None else None
+        meter_name = "live-tensor meter"
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    if policy is not None and policy.saved == 0 and subject.kind != "hf-gpt2":
+        log.warning("the selective policy saved nothing: no operator matched %s", policy.ops)
+
+    step_ms = _timed(run_forward, model, device, repeat)
+    identical, diff = _grad_diff(grads, baseline_grads)
+    label = strategy if budget is None else f"budget {budget:g}"
     result = StrategyResult(
         strategy=strategy,
         peak_bytes=int(peak),
-        peak_check_bytes=int(check),
+        peak_check_bytes=None if check_bytes is None else int(check_bytes),
         saved_bytes=int(saved),
-        step_ms=round(statistics.median(times) * 1000, 2),
+        step_ms=step_ms,
         grads_identical=identical,
         reserved_bytes=reserved,
+        label=label,
+        budget=budget,
+        grad_max_diff=diff,
+        meter=meter_name,
+        timeline=timeline,
     )
-    log.info("%s: peak %.1f MiB (check %.1f MiB), %.1f ms", strategy, peak / MIB, check / MIB, result.step_ms)
+    log.info("%s: peak %.1f MiB, %.1f ms", label, peak / MIB, result.step_ms)
     return result, grads
 
 
@@ -401,51 +586,101 @@ def theory_for(layers: int, none_saved: int, input_bytes: int) -> Theory:
     return Theory(a, b, k, predicted, text)
 
 
+def _subject(cfg: DemoConfig, depth: int, device: torch.device) -> Subject:
+    torch.manual_seed(cfg.seed)
+    if cfg.model == "hf-gpt2":
+        from demos.hf import build_gpt2
+
+        model: nn.Module = build_gpt2(depth, cfg.width, cfg.heads, cfg.tokens)
+    else:
+        model = build_net(cfg.model, depth, cfg.width, cfg.heads, cfg.tokens)
+    model = model.to(device)
+    model.train()
+    return Subject(cfg.model, model, demo_input(cfg.model, cfg.tokens, cfg.width, cfg.batch, cfg.seed + 1, device))
+
+
+def _runs(cfg: DemoConfig) -> list[tuple[str, float | None]]:
+    """(strategy, budget) in order: one run per strategy, one per budget for ``budget``."""
+    out: list[tuple[str, float | None]] = []
+    for strategy in cfg.strategies:
+        if strategy == "budget":
+            out.extend(("budget", b) for b in cfg.budgets)
+        else:
+            out.append((strategy, None))
+    return out
+
+
+def _with_estimate(result: StrategyResult, estimate: int | None) -> StrategyResult:
+    if estimate is None:
+        return result
+    error = round(100.0 * (estimate - result.peak_bytes) / result.peak_bytes, 2) if result.peak_bytes else None
+    return replace(result, estimate_bytes=int(estimate), estimate_error_pct=error)
+
+
 def run_demo(
-    cfg: DemoConfig, estimate: bool = True, on_result: Callable[[StrategyResult], None] | None = None
+    cfg: DemoConfig,
+    estimate: bool = True,
+    on_result: Callable[[StrategyResult], None] | None = None,
+    traced_none: TracedStep | None = None,
 ) -> DemoReport:
     """Run every strategy (or the sweep) and return the report; `on_result` hears of each
-    strategy as soon as it is measured (the chat shows the first figure before the end)."""
+    strategy as soon as it is measured (the chat shows the first figure before the end).
+    ``traced_none``, the bounds check's trace of ``none`` at this size, is reused."""
     started = time.perf_counter()
     device = torch.device(cfg.device)
     depths = cfg.sweep or (cfg.layers,)
     results: list[StrategyResult] = []
     theory: Theory | None = None
     params_bytes = input_bytes = 0
+    kernels = "cuda" if device.type == "cuda" else "cpu"
     for depth in depths:
-        torch.manual_seed(cfg.seed)
-        model = build_model(cfg.model, depth, cfg.width).to(device)
-        model.train()
-        x = torch.randn(cfg.tokens, cfg.width, generator=torch.Generator().manual_seed(cfg.seed + 1))
-        x = x.to(device)
-        params_bytes, input_bytes = parameter_bytes(model), x.numel() * x.element_size()
+        subject = _subject(cfg, depth, device)
+        x = subject.x
+        params_bytes, input_bytes = parameter_bytes(subject.model), x.numel() * x.element_size()
         baseline: list[torch.Tensor] | None = None
-        for strategy in cfg.strategies:
-            result, grads = measure_strategy(model, x, strategy, cfg.repeat, cfg.seed, baseline)
-            if estimate:
-                traced = trace_demo_step(cfg.model, depth, cfg.tokens, cfg.width, strategy)
-                result = replace(result, estimate_bytes=traced.peak_bytes)
+        for strategy, budget in _runs(cfg):
+            result, grads = measure_strategy(subject, strategy, cfg.repeat, cfg.seed, baseline, cfg.check, budget)
+            if estimate and strategy != "budget":
+                if strategy == "none" and traced_none is not None and depth == cfg.layers and not cfg.sweep:
+                    traced_peak = traced_none.peak_bytes
+                else:
+                    from demos.estimate import trace_demo_step
+
+                    traced_peak = trace_demo_step(
+                        cfg.model, depth, cfg.tokens, cfg.width, strategy, cfg.heads, cfg.batch, kernels
+                    ).peak_bytes
+                result = _with_estimate(result, traced_peak)
+            elif not estimate:
+                result = replace(result, estimate_bytes=None)
             if cfg.sweep:
                 result = replace(result, layers=depth)
             if strategy == "none":
                 baseline = grads
-                theory = theory_for(depth, result.saved_bytes, input_bytes)
+                if cfg.model in ("blocks", "chain"):
+                    theory = theory_for(depth, result.saved_bytes, input_bytes)
             results.append(result)
             if on_result is not None:
                 on_result(result)
-        del model, x, baseline
+        del subject, x, baseline
     meters = (
         {
             "peak_bytes": "CUDA max_memory_allocated minus the pre-step baseline",
             "peak_check_bytes": "live-tensor meter (TorchDispatchMode, storages counted once)",
+            "timeline": "CUDA allocator memory history (alloc and free events), forward and backward",
         }
         if device.type == "cuda"
         else {
-            "peak_bytes": "live-tensor meter (TorchDispatchMode, storages counted once)",
-            "peak_check_bytes": "CPU allocator events recorded by torch.profiler",
+            "peak_bytes": "live-tensor meter (TorchDispatchMode, storages counted once); budget: "
+            "CPU allocator events recorded by torch.profiler (compiled code runs eagerly under a dispatch mode)",
+            "peak_check_bytes": "CPU allocator events recorded by torch.profiler (with --check)",
+            "timeline": "the meter that gives peak_bytes, one point per stretch of allocator events",
         }
     )
     meters["scope"] = "bytes above parameters and input for one forward+backward, parameter gradients included"
+    meters["estimate_bytes"] = (
+        f"fake-tensor trace of the same step (nothing allocated), attention as {kernels.upper()} kernels "
+        "allocate; budget: none (fake tensors make Dynamo run the step eagerly)"
+    )
     return DemoReport(
         device=cfg.device if device.type == "cpu" else torch.cuda.get_device_name(device),
         torch=torch.__version__,
@@ -462,6 +697,9 @@ def run_demo(
         wall_s=round(time.perf_counter() - started, 3),
         sweep=list(cfg.sweep),
         meters=meters,
+        heads=cfg.heads if cfg.model in TOKEN_MODELS else 0,
+        batch=cfg.batch,
+        estimate_kernels=kernels if estimate else "",
     )
 
 
@@ -470,26 +708,37 @@ def run_demo(
 
 def format_table(report: DemoReport) -> str:
     none = {r.layers: r for r in report.results if r.strategy == "none"}
-    head = (
-        f"{report.model}, {report.layers} layers, {report.tokens} tokens x width "
-        f"{report.width}, {report.dtype}, {report.device}, torch {report.torch}"
+    shape = (
+        f"batch {report.batch} x {report.tokens} tokens, width {report.width}, {report.heads} heads"
+        if report.heads
+        else f"{report.tokens} tokens x width {report.width}"
     )
+    head = f"{report.model}, {report.layers} layers, {shape}, {report.dtype}, {report.device}, torch {report.torch}"
     rows = [
         head,
-        f"{'strategy':<10}{'layers':>7}{'peak MiB':>10}{'check MiB':>10}"
+        f"{'strategy':<15}{'layers':>7}{'peak MiB':>10}{'est MiB':>9}{'err':>8}"
         f"{'saved MiB':>10}{'vs none':>9}{'step ms':>9}{'vs none':>9}  grads",
     ]
     for r in report.results:
         base = none.get(r.layers)
         mem = f"{r.peak_bytes / base.peak_bytes:.2f}x" if base and base.peak_bytes else "-"
         t = f"{r.step_ms / base.step_ms:.2f}x" if base and base.step_ms else "-"
+        est = f"{r.estimate_bytes / MIB:.1f}" if r.estimate_bytes is not None else "-"
+        err = f"{r.estimate_error_pct:+.1f}%" if r.estimate_error_pct is not None else "-"
+        grads = "identical" if r.grads_identical else f"max diff {r.grad_max_diff:.1e}"
         rows.append(
-            f"{r.strategy:<10}{r.layers or report.layers:>7}{r.peak_bytes / MIB:>10.1f}"
-            f"{r.peak_check_bytes / MIB:>10.1f}{r.saved_bytes / MIB:>10.1f}{mem:>9}"
-            f"{r.step_ms:>9.1f}{t:>9}  {'identical' if r.grads_identical else 'DIFFER'}"
+            f"{r.label or r.strategy:<15}{r.layers or report.layers:>7}{r.peak_bytes / MIB:>10.1f}"
+            f"{est:>9}{err:>8}{r.saved_bytes / MIB:>10.1f}{mem:>9}"
+            f"{r.step_ms:>9.1f}{t:>9}  {grads}"
         )
     if report.theory is not None and not report.sweep:
         rows.append(report.theory.text)
+    if any(r.strategy == "budget" for r in report.results):
+        rows.append(
+            "budget: torch.compile with torch._functorch.config.activation_memory_budget; compiled code may "
+            "reorder float sums (and draws its own dropout masks), so its gradients are compared by their "
+            "largest difference."
+        )
     rows.append(f"wall {report.wall_s:.2f} s")
     return "\n".join(rows)
 
@@ -523,7 +772,7 @@ def main(argv: list[str] | None = None) -> int:
         threads = os.environ.get("STUDYBOT_DEMO_THREADS")
         if threads:
             torch.set_num_threads(max(1, int(threads)))
-        check_bounds(cfg)
+        traced = check_bounds(cfg)
     except BadInput as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -531,18 +780,18 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     on_result = None
     if cfg.progress:
-        total = len(cfg.strategies) * len(cfg.sweep or (cfg.layers,))
+        total = len(_runs(cfg)) * len(cfg.sweep or (cfg.layers,))
         emit_event({"event": "start", "total": total, **where_it_runs(cfg.device)})
 
         def on_result(result: StrategyResult) -> None:
             emit_event({"event": "row", "row": asdict(result)})
 
-    report = run_demo(cfg, on_result=on_result)
+    report = run_demo(cfg, on_result=on_result, traced_none=traced)
     if cfg.chart:
-        from demos.chart import write_chart
+        from demos.chart import write_charts
 
-        write_chart(report, cfg.chart)
-        report = replace(report, chart=cfg.chart)
+        charts = write_charts(report, cfg.chart)
+        report = replace(report, chart=cfg.chart, charts=charts)
     report = replace(report, wall_s=round(time.perf_counter() - process_start, 3))
     if cfg.progress:
         emit_event({"event": "result", "result": report.to_json()})
@@ -550,8 +799,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report.to_json()))
     else:
         print(format_table(report))
-        if cfg.chart:
-            print(f"chart: {cfg.chart}")
+        for name, path in report.charts.items():
+            print(f"chart ({name}): {path}")
     return 0
 
 

@@ -26,17 +26,17 @@ import torch
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from demos.errors import BadInput
 from demos.memory import BACKWARD, FORWARD, OPTIMIZER, LiveTensorMeter
-from demos.models import PRESETS, TransformerConfig, TransformerLM, build_model, parameter_bytes
-from demos.strategies import loss_of, make_forward
+from demos.models import PRESETS, TOKEN_MODELS, TransformerConfig, TransformerLM, build_net, parameter_bytes
+from demos.strategies import make_forward
+from demos.traced import TracedStep
+
+__all__ = ["BadInput", "TracedStep", "trace_demo_step", "measure_training_step", "estimate", "main"]
 
 log = logging.getLogger(__name__)
 
 GIB = 1024**3
-
-
-class BadInput(ValueError):
-    """A request the CLI refuses; the message is one sentence for the user."""
 
 
 def approx_step_flops(model: nn.Module, tokens: int, recompute: bool) -> int:
@@ -51,30 +51,33 @@ def approx_step_flops(model: nn.Module, tokens: int, recompute: bool) -> int:
 # -- the checkpoint demo's own step ------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TracedStep:
-    """Fake-traced forward+backward of a demo stack (bytes above params and input)."""
+def trace_demo_step(
+    kind: str,
+    layers: int,
+    tokens: int,
+    width: int,
+    strategy: str,
+    heads: int = 4,
+    batch: int = 1,
+    kernels: str = "cpu",
+) -> TracedStep:
+    """Trace one step of ``demos.checkpoint``'s model with fake tensors.
 
-    strategy: str
-    peak_bytes: int
-    saved_bytes: int
-    flops: int
-    params_bytes: int
-    input_bytes: int
-
-
-def trace_demo_step(kind: str, layers: int, tokens: int, width: int, strategy: str) -> TracedStep:
-    """Trace one step of ``demos.checkpoint``'s model with fake tensors."""
+    ``kernels="cuda"`` traces attention as CUDA's fused kernels allocate (hf-gpt2 only;
+    the demo's own transformer has no attention dropout, so both agree there).
+    """
     # offload changes where saved tensors live, not how much the device needs at most
-    # during the forward: trace it as "none" restricted to nothing saved is not modelled.
+    # during the forward: it is traced as "none".
     traced_as = "none" if strategy == "offload" else strategy
     with FakeTensorMode(allow_non_fake_inputs=False):
-        model = build_model(kind, layers, width)
-        x = torch.randn(tokens, width)
-        forward = make_forward(model, traced_as)
+        if kind == "hf-gpt2":
+            return _trace_hf(layers, tokens, width, heads, batch, strategy, kernels)
+        net = build_net(kind, layers, width, heads, tokens)
+        x = torch.randint(0, 512, (batch, tokens)) if kind in TOKEN_MODELS else torch.randn(tokens, width)
+        body = make_forward(net.body, traced_as)
         meter = LiveTensorMeter()
         with meter:
-            loss = loss_of(forward(x))
+            loss = net.loss(body(net.embed(x)), x)
             saved = meter.live_bytes
             meter.set_phase(BACKWARD)
             loss.backward()
@@ -83,10 +86,34 @@ def trace_demo_step(kind: str, layers: int, tokens: int, width: int, strategy: s
             strategy=strategy,
             peak_bytes=meter.peak_bytes,
             saved_bytes=saved,
-            flops=approx_step_flops(model, tokens, recompute=traced_as != "none"),
-            params_bytes=parameter_bytes(model),
+            flops=approx_step_flops(net, batch * tokens, recompute=traced_as != "none"),
+            params_bytes=parameter_bytes(net),
             input_bytes=x.numel() * x.element_size(),
         )
+
+
+def _trace_hf(layers: int, tokens: int, width: int, heads: int, batch: int, strategy: str, kernels: str) -> TracedStep:
+    from demos.hf import HF_VOCAB, build_gpt2, gpt2_loss, set_checkpointing
+
+    model = build_gpt2(layers, width, heads, tokens, kernels)
+    model.train()
+    set_checkpointing(model, strategy == "block")
+    ids = torch.randint(0, HF_VOCAB, (batch, tokens))
+    meter = LiveTensorMeter()
+    with meter:
+        loss = gpt2_loss(model, ids)
+        saved = meter.live_bytes
+        meter.set_phase(BACKWARD)
+        loss.backward()
+        del loss
+    return TracedStep(
+        strategy=strategy,
+        peak_bytes=meter.peak_bytes,
+        saved_bytes=saved,
+        flops=approx_step_flops(model, batch * tokens, recompute=strategy == "block"),
+        params_bytes=parameter_bytes(model),
+        input_bytes=ids.numel() * ids.element_size(),
+    )
 
 
 # -- a training step of a language model ---------------------------------------------
@@ -108,22 +135,29 @@ class StepBreakdown:
     flops: int  # approximate, see approx_step_flops
 
 
+def _loss(model: nn.Module, cfg: TransformerConfig, ids: torch.Tensor, checkpointing: bool) -> torch.Tensor:
+    if cfg.source == "hf":
+        from demos.hf import gpt2_loss
+
+        return gpt2_loss(model, ids)
+    assert isinstance(model, TransformerLM)
+    loss: torch.Tensor = model(ids, checkpoint_blocks=checkpointing)
+    return loss
+
+
 def _training_step(
-    model: TransformerLM,
+    model: nn.Module,
+    cfg: TransformerConfig,
     ids: torch.Tensor,
     opt: torch.optim.Optimizer,
     checkpointing: bool,
-    meter: LiveTensorMeter | None,
+    meter: LiveTensorMeter,
 ) -> int:
-    """One step; returns the bytes live after forward (as the meter saw them, else 0)."""
+    """One step; returns the bytes live after forward, as the meter saw them."""
     for p in model.parameters():
         p.grad = None
-    if meter is None:
-        model(ids, checkpoint_blocks=checkpointing).backward()
-        opt.step()
-        return 0
     meter.set_phase(FORWARD)
-    loss = model(ids, checkpoint_blocks=checkpointing)
+    loss = _loss(model, cfg, ids, checkpointing)
     saved = meter.live_bytes
     meter.set_phase(BACKWARD)
     loss.backward()
@@ -133,17 +167,47 @@ def _training_step(
     return saved
 
 
+def adamw_state_bytes(model: nn.Module) -> int:
+    """AdamW's state, from the parameters alone: two moments of each parameter's size, plus
+    a 4-byte step count per parameter tensor (tied weights counted once)."""
+    params = {id(p): p for p in model.parameters()}.values()
+    return sum(2 * p.numel() * p.element_size() + 4 for p in params)
+
+
+def _steady_state(opt: torch.optim.Optimizer) -> None:
+    """Create AdamW's state as its first step would (zeros), without running a step."""
+    for group in opt.param_groups:
+        for p in group["params"]:
+            opt.state[p] = {
+                "step": torch.tensor(0.0),
+                "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
+                "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format),
+            }
+
+
+def _build(cfg: TransformerConfig, checkpointing: bool, kernels: str) -> nn.Module:
+    if cfg.source == "hf":
+        from demos.hf import build_gpt2, set_checkpointing
+
+        model = build_gpt2(cfg.layers, cfg.width, cfg.heads, cfg.max_seq, kernels)
+        set_checkpointing(model, checkpointing)
+        return model
+    return TransformerLM(cfg)
+
+
 def measure_training_step(
     cfg: TransformerConfig,
     batch: int,
     seq: int,
     checkpointing: bool,
     fake: bool = True,
+    kernels: str = "cpu",
 ) -> tuple[StepBreakdown, int | None]:
     """Measure one steady-state step with the live-tensor meter.
 
     With ``fake=True`` nothing is allocated. With ``fake=False`` the step really runs on
     the CPU and the profiler's allocator peak of the same step is returned beside it.
+    ``kernels="cuda"`` traces attention as CUDA's fused kernels allocate it.
     """
     from contextlib import nullcontext
 
@@ -152,31 +216,22 @@ def measure_training_step(
     mode = FakeTensorMode() if fake else nullcontext()
     with mode:
         torch.manual_seed(0)
-        model = TransformerLM(cfg)
+        model = _build(cfg, checkpointing, kernels)
+        model.train()
         ids = torch.randint(0, cfg.vocab, (batch, seq))
         # foreach=False: one parameter at a time, the same code path on fake and real tensors
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
-        # Steady state: the optimizer's state exists before the measured step. A step on zero
-        # gradients creates exactly that state (same tensors, same bytes) without the cost of a
-        # whole forward and backward pass.
-        for p in model.parameters():
-            p.grad = torch.zeros_like(p)
-        opt.step()
-        for p in model.parameters():
-            p.grad = None
-        state_bytes = sum(
-            t.numel() * t.element_size() for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)
-        )
+        _steady_state(opt)
+        state_bytes = adamw_state_bytes(model)
         meter = LiveTensorMeter()
         check = profiler_allocations() if not fake else nullcontext()
         with check as trace, meter:
-            saved = _training_step(model, ids, opt, checkpointing, meter)
+            saved = _training_step(model, cfg, ids, opt, checkpointing, meter)
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         comp = meter.composition_at_peak(grads)
         params = parameter_bytes(model)
-        grad_total = sum(g.numel() * g.element_size() for g in grads)
         activations = comp.by_phase.get(FORWARD, 0)
-        temporaries = comp.by_phase.get(BACKWARD, 0) + comp.by_phase.get(OPTIMIZER, 0)
+        temporaries = sum(v for k, v in comp.by_phase.items() if k != FORWARD)
         breakdown = StepBreakdown(
             checkpointing=checkpointing,
             total_bytes=params + state_bytes + meter.peak_bytes,
@@ -189,7 +244,6 @@ def measure_training_step(
             saved_bytes=saved,
             flops=approx_step_flops(model, batch * seq, recompute=checkpointing),
         )
-        log.debug("gradients in total: %d bytes", grad_total)
         checked = None if trace is None else int(trace.peak_bytes)
         return breakdown, checked
 
@@ -204,6 +258,23 @@ class Estimate:
     without: StepBreakdown
     with_checkpointing: StepBreakdown
     verdict: str
+    kernels: str = "cuda"
+    reference: dict[str, float | str] | None = None
+
+
+#: A published measurement to hold the hf-gpt2 estimate to: PyTorch's Mosaic memory-profiling
+#: tutorial trained GPT-2 (batch 4 x 512 tokens, AdamW, fp32, CUDA) and reports peaks (torch
+#: figures, GiB) for what the training steps allocate: optimizer state plus the step's peak.
+MOSAIC_GPT2 = {
+    "source": "PyTorch Mosaic memory-profiling tutorial, GPT-2, batch 4 x 512, AdamW, fp32, CUDA",
+    "without_gib": 4.62,
+    "with_gib": 2.55,
+}
+
+
+def steps_gib(b: StepBreakdown) -> float:
+    """What the tutorial's figure counts: optimizer state plus the step's peak, in GiB."""
+    return (b.optimizer_state_bytes + b.step_peak_bytes) / GIB
 
 
 def verdict_for(without: StepBreakdown, with_ckpt: StepBreakdown, gpu_gib: float) -> str:
@@ -219,12 +290,28 @@ def verdict_for(without: StepBreakdown, with_ckpt: StepBreakdown, gpu_gib: float
     return f"Does not fit on a {gpu_gib:g} GiB GPU even with block checkpointing ({b:.2f} GiB; {a:.2f} GiB without)."
 
 
-def estimate(preset: str, batch: int, seq: int, gpu_gib: float) -> Estimate:
+def estimate(preset: str, batch: int, seq: int, gpu_gib: float, kernels: str = "cuda") -> Estimate:
     cfg = PRESETS[preset]
-    without, _ = measure_training_step(cfg, batch, seq, checkpointing=False)
-    with_ckpt, _ = measure_training_step(cfg, batch, seq, checkpointing=True)
+    without, _ = measure_training_step(cfg, batch, seq, checkpointing=False, kernels=kernels)
+    with_ckpt, _ = measure_training_step(cfg, batch, seq, checkpointing=True, kernels=kernels)
+    reference: dict[str, float | str] | None = None
+    if preset == "hf-gpt2" and (batch, seq) == (4, 512):
+        reference = {
+            **MOSAIC_GPT2,
+            "estimate_without_gib": round(steps_gib(without), 3),
+            "estimate_with_gib": round(steps_gib(with_ckpt), 3),
+        }
     return Estimate(
-        preset, batch, seq, "float32", gpu_gib, without, with_ckpt, verdict_for(without, with_ckpt, gpu_gib)
+        preset,
+        batch,
+        seq,
+        "float32",
+        gpu_gib,
+        without,
+        with_ckpt,
+        verdict_for(without, with_ckpt, gpu_gib),
+        kernels,
+        reference,
     )
 
 
@@ -249,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", default="8")
     parser.add_argument("--seq", default="1024")
     parser.add_argument("--gpu-gib", default="24")
+    parser.add_argument("--kernels", default="cuda", help="whose attention kernels to trace: cuda or cpu")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--progress", action="store_true", help="JSON lines: start, then the result")
     try:
@@ -264,6 +352,13 @@ def main(argv: list[str] | None = None) -> int:
             raise BadInput(f"--gpu-gib must be a number, not {args.gpu_gib!r}.") from None
         if not 0 < gpu_gib <= 1e6:
             raise BadInput(f"--gpu-gib must be a positive number of GiB, not {args.gpu_gib}.")
+        if args.kernels not in ("cuda", "cpu"):
+            raise BadInput(f"Unknown --kernels {args.kernels!r}; choose cuda or cpu.")
+        if cfg.source == "hf":
+            import importlib.util
+
+            if importlib.util.find_spec("transformers") is None:
+                raise BadInput("The hf-gpt2 preset needs the transformers package (pip install '.[demo]').")
     except BadInput as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -271,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.progress:
         start = {"event": "start", "total": 1, "device": "fake tensors (nothing allocated)", "torch": torch.__version__}
         print(json.dumps({**start, "threads": torch.get_num_threads()}), flush=True)
-    result = estimate(args.preset, batch, seq, gpu_gib)
+    result = estimate(args.preset, batch, seq, gpu_gib, args.kernels)
     wall = time.perf_counter() - started
     if args.json or args.progress:
         out = asdict(result)
@@ -283,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def format_estimate(e: Estimate) -> str:
-    rows = [f"{e.preset}, batch {e.batch} x {e.seq} tokens, {e.dtype}, AdamW"]
+    rows = [f"{e.preset}, batch {e.batch} x {e.seq} tokens, {e.dtype}, AdamW, attention traced as {e.kernels.upper()} kernels allocate"]
     rows.append(f"{'':22}{'no checkpointing':>18}{'block checkpoints':>19}")
     for label, key in [
         ("parameters", "parameters_bytes"),
@@ -296,6 +391,12 @@ def format_estimate(e: Estimate) -> str:
         a, b = getattr(e.without, key) / GIB, getattr(e.with_checkpointing, key) / GIB
         rows.append(f"{label:22}{a:>14.2f} GiB{b:>15.2f} GiB")
     rows.append(e.verdict)
+    if e.reference:
+        r = e.reference
+        rows.append(
+            f"{r['source']}: {r['without_gib']} and {r['with_gib']} GiB (optimizer state plus step peak); "
+            f"this estimate: {r['estimate_without_gib']:.2f} and {r['estimate_with_gib']:.2f} GiB."
+        )
     return "\n".join(rows)
 
 

@@ -34,7 +34,69 @@ log = logging.getLogger(__name__)
 
 FORWARD = "forward"
 BACKWARD = "backward"
+RECOMPUTE = "recompute"
 OPTIMIZER = "optimizer"
+#: At most this many timeline points per phase (forward, backward).
+TIMELINE_POINTS = 150
+#: The profiler range that marks the backward pass (see :func:`profiler_allocations`).
+BACKWARD_RANGE = "demos::backward"
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Live bytes through one step, at most ``2 * TIMELINE_POINTS + 1`` points.
+
+    ``x`` is the step's progress: 0 to 1 through the forward pass, 1 to 2 through the
+    backward pass (allocator events counted evenly within each), so every strategy's
+    forward and backward line up. ``phase`` is ``forward``, ``backward`` or
+    ``recompute`` (a checkpointed region rerun during backward). Each point is the
+    highest value in its stretch of events, so ``max(live_bytes)`` is the step's peak.
+    """
+
+    x: list[float]
+    live_bytes: list[int]
+    phase: list[str]
+
+    @property
+    def peak_bytes(self) -> int:
+        return max(self.live_bytes, default=0)
+
+
+def build_timeline(samples: list[tuple[int, str]], backward_start: int, points: int = TIMELINE_POINTS) -> Timeline:
+    """Down-sample (live bytes, phase) after each event; events from ``backward_start`` on are backward."""
+    xs: list[float] = [0.0]
+    live: list[int] = [0]
+    phases: list[str] = [FORWARD]
+    backward_start = max(0, min(backward_start, len(samples)))
+    for offset, part in ((0.0, samples[:backward_start]), (1.0, samples[backward_start:])):
+        n = len(part)
+        if n == 0:
+            continue
+        buckets = min(points, n)
+        for b in range(buckets):
+            lo, hi = b * n // buckets, (b + 1) * n // buckets
+            i = max(range(lo, hi), key=lambda k: part[k][0])
+            xs.append(round(offset + hi / n, 4))
+            live.append(part[i][0])
+            phases.append(part[i][1])
+    return Timeline(xs, live, phases)
+
+
+def _tensors(tree: Any) -> list[torch.Tensor]:
+    """The tensors in nested tuples, lists and dicts (a fast path of pytree's flatten)."""
+    found: list[torch.Tensor] = []
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif item is not None and not isinstance(item, (int, float, bool, str, torch.dtype, torch.device)):
+            stack.extend(t for t in tree_flatten(item)[0] if isinstance(t, torch.Tensor))
+    return found
 
 
 def _storage_key(t: torch.Tensor) -> int:
@@ -66,19 +128,45 @@ class LiveTensorMeter(TorchDispatchMode):
         self.phase = FORWARD
         self._serial_of: dict[int, int] = {}
         self._events: list[tuple[int, int]] = []
+        self._samples: list[tuple[int, str]] = []
         self._phase_of: dict[int, str] = {}
         self._peak_event = -1
         self._next_serial = 0
+        self._backward_start: int | None = None
+        self._end: int | None = None
+        self._outer: list[str] = []
 
     # -- bookkeeping -------------------------------------------------------------
     def set_phase(self, phase: str) -> None:
+        if phase == BACKWARD and self._backward_start is None:
+            self._backward_start = len(self._samples)
         self.phase = phase
+
+    def recompute_started(self) -> None:
+        """A checkpointed region starts; during backward that is a recomputation."""
+        self._outer.append(self.phase)
+        if self.phase == BACKWARD:
+            self.phase = RECOMPUTE
+
+    def recompute_ended(self) -> None:
+        self.phase = self._outer.pop() if self._outer else self.phase
+
+    def __exit__(self, *args: Any) -> None:
+        self._end = len(self._samples)
+        super().__exit__(*args)
+
+    def timeline(self, points: int = TIMELINE_POINTS) -> Timeline:
+        """The step's live bytes, forward then backward (see :class:`Timeline`)."""
+        samples = self._samples[: self._end]
+        start = len(samples) if self._backward_start is None else self._backward_start
+        return build_timeline(samples, start, points)
 
     def _released(self, key: int, serial: int, nbytes: int) -> None:
         self.live_bytes -= nbytes
         if self._serial_of.get(key) == serial:
             del self._serial_of[key]
         self._events.append((serial, -nbytes))
+        self._samples.append((self.live_bytes, self.phase))
 
     def _track(self, t: torch.Tensor, input_keys: set[int]) -> None:
         if self.device_type is not None and t.device.type != self.device_type:
@@ -96,6 +184,7 @@ class LiveTensorMeter(TorchDispatchMode):
         self._phase_of[serial] = self.phase
         self.live_bytes += nbytes
         self._events.append((serial, nbytes))
+        self._samples.append((self.live_bytes, self.phase))
         weakref.finalize(storage, self._released, key, serial, nbytes)
         if self.live_bytes > self.peak_bytes:
             self.peak_bytes = self.live_bytes
@@ -110,9 +199,11 @@ class LiveTensorMeter(TorchDispatchMode):
     ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        input_keys = {_storage_key(a) for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)}
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor):
+        input_keys = {_storage_key(a) for a in _tensors((args, kwargs))}
+        if isinstance(out, torch.Tensor):
+            self._track(out, input_keys)
+        else:
+            for t in _tensors(out):
                 self._track(t, input_keys)
         return out
 
@@ -145,6 +236,7 @@ class AllocationTrace:
     end_bytes: int = 0
     events: int = 0
     marks: dict[str, int] = field(default_factory=dict)
+    timeline: Timeline | None = None
 
 
 @contextmanager
@@ -153,6 +245,8 @@ def profiler_allocations() -> Iterator[AllocationTrace]:
 
     The peak is the highest running sum of allocation sizes (frees are negative) since
     the block was entered, the same events the profiler's memory timeline is built from.
+    Allocations after the start of a ``record_function(BACKWARD_RANGE)`` are backward.
+    It sees compiled code too, which a dispatch mode does not (Dynamo runs eagerly under one).
     """
     from torch._C._profiler import _EventType
     from torch.profiler import ProfilerActivity, profile
@@ -164,6 +258,7 @@ def profiler_allocations() -> Iterator[AllocationTrace]:
     assert prof.profiler is not None
     tree = prof.profiler.kineto_results.experimental_event_tree()
     events: list[tuple[int, int]] = []
+    backward_at: int | None = None
     stack = list(tree)
     while stack:
         node = stack.pop()
@@ -171,16 +266,24 @@ def profiler_allocations() -> Iterator[AllocationTrace]:
             fields = node.typed[1]
             if fields.device.type == "cpu":
                 events.append((node.start_time_ns, int(fields.alloc_size)))
+        elif node.name == BACKWARD_RANGE:
+            backward_at = node.start_time_ns if backward_at is None else min(backward_at, node.start_time_ns)
         stack.extend(node.children)
     events.sort(key=lambda e: e[0])
     running = 0
     peak = 0
-    for _, size in events:
+    samples: list[tuple[int, str]] = []
+    start = len(events)
+    for i, (when, size) in enumerate(events):
+        if backward_at is not None and when >= backward_at and start == len(events):
+            start = i
         running += size
         peak = max(peak, running)
+        samples.append((running, FORWARD if start == len(events) else BACKWARD))
     trace.peak_bytes = peak
     trace.end_bytes = running
     trace.events = len(events)
+    trace.timeline = build_timeline(samples, start)
     log.debug("profiler: %d allocation events, peak %d bytes", len(events), peak)
 
 
@@ -191,22 +294,69 @@ class CudaStepMemory:
     peak_bytes: int
     after_forward_bytes: int
     reserved_bytes: int
+    timeline: Timeline | None = None
+
+
+#: Allocator history entries kept for one step's timeline.
+CUDA_HISTORY_ENTRIES = 2_000_000
+
+
+def _cuda_timeline(trace: list[dict[str, Any]], backward_start: int) -> Timeline:
+    """Replay the allocator's history: ``alloc`` adds a block, ``free_requested`` removes it."""
+    running = 0
+    samples: list[tuple[int, str]] = []
+    start = 0
+    for i, entry in enumerate(trace):
+        if i == backward_start:
+            start = len(samples)
+        action = entry.get("action")
+        if action == "alloc":
+            running += int(entry["size"])
+        elif action == "free_requested":
+            running -= int(entry["size"])
+        else:
+            continue
+        samples.append((running, FORWARD if i < backward_start else BACKWARD))
+    if backward_start >= len(trace):
+        start = len(samples)
+    return build_timeline(samples, start)
 
 
 def cuda_step_memory(
     device: torch.device,
     forward: Callable[[], torch.Tensor],
+    timeline: bool = False,
 ) -> CudaStepMemory:
-    """Run ``forward()`` then backward on its loss, reading the CUDA allocator."""
+    """Run ``forward()`` then backward on its loss, reading the CUDA allocator.
+
+    With ``timeline`` the allocator's memory history (``_record_memory_history``, no stack
+    traces) is recorded for the step and replayed into a :class:`Timeline`; a snapshot
+    taken at the end of the forward pass marks where backward starts.
+    """
+    index = device.index if device.index is not None else torch.cuda.current_device()
     torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
     baseline = torch.cuda.memory_allocated(device)
-    loss = forward()
-    torch.cuda.synchronize(device)
-    after_forward = torch.cuda.memory_allocated(device) - baseline
-    loss.backward()
-    del loss
-    torch.cuda.synchronize(device)
-    peak = torch.cuda.max_memory_allocated(device) - baseline
-    reserved = torch.cuda.max_memory_reserved(device)
-    return CudaStepMemory(peak_bytes=int(peak), after_forward_bytes=int(after_forward), reserved_bytes=int(reserved))
+    if timeline:
+        torch.cuda.memory._record_memory_history(
+            enabled="all", context=None, stacks="python", max_entries=CUDA_HISTORY_ENTRIES, clear_history=True
+        )
+    try:
+        loss = forward()
+        torch.cuda.synchronize(device)
+        after_forward = torch.cuda.memory_allocated(device) - baseline
+        backward_start = len(torch.cuda.memory._snapshot()["device_traces"][index]) if timeline else 0
+        loss.backward()
+        del loss
+        torch.cuda.synchronize(device)
+        peak = torch.cuda.max_memory_allocated(device) - baseline
+        reserved = torch.cuda.max_memory_reserved(device)
+        line = None
+        if timeline:
+            line = _cuda_timeline(torch.cuda.memory._snapshot()["device_traces"][index], backward_start)
+    finally:
+        if timeline:
+            torch.cuda.memory._record_memory_history(enabled=None)
+    return CudaStepMemory(
+        peak_bytes=int(peak), after_forward_bytes=int(after_forward), reserved_bytes=int(reserved), timeline=line
+    )

@@ -3,6 +3,9 @@
 - ``blocks``: residual transformer-style feed-forward blocks
   (LayerNorm, d -> 4d, GELU, 4d -> d, dropout, plus the residual).
 - ``chain``: N layers of Linear + tanh, the setting of Chen et al. (2016).
+- ``transformer``: a GPT-style decoder (token and position embeddings, pre-norm blocks of
+  causal attention through ``scaled_dot_product_attention`` and a GELU MLP, a final norm
+  and a next-token cross-entropy head), no dropout. The blocks are the checkpointed stack.
 - :class:`TransformerLM`: a decoder-only language model (GPT-2 or Llama style) for the
   estimate presets.
 """
@@ -16,7 +19,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-MODEL_KINDS = ("blocks", "chain")
+MODEL_KINDS = ("blocks", "chain", "transformer", "hf-gpt2")
+#: Models whose input is token ids (batch x tokens) rather than a tokens x width tensor.
+TOKEN_MODELS = frozenset({"transformer", "hf-gpt2"})
+DEMO_VOCAB = 512
 
 
 class FeedForwardBlock(nn.Module):
@@ -44,13 +50,79 @@ class ChainLayer(nn.Module):
         return torch.tanh(self.linear(x))
 
 
-def build_model(kind: str, layers: int, width: int) -> nn.Sequential:
+def build_model(kind: str, layers: int, width: int, heads: int = 4) -> nn.Sequential:
     """A stack of ``layers`` layers of the given kind (initialised from the current RNG)."""
     if kind == "blocks":
         return nn.Sequential(*(FeedForwardBlock(width) for _ in range(layers)))
     if kind == "chain":
         return nn.Sequential(*(ChainLayer(width) for _ in range(layers)))
+    if kind == "transformer":
+        cfg = demo_transformer_config(layers, width, heads, 1 << 20)
+        return nn.Sequential(*(DecoderBlock(cfg) for _ in range(layers)))
     raise ValueError(f"unknown model {kind!r}")
+
+
+def demo_transformer_config(layers: int, width: int, heads: int, tokens: int) -> TransformerConfig:
+    """The ``transformer`` demo's architecture: GPT-2 style at the requested size."""
+    return TransformerConfig("demo", DEMO_VOCAB, layers, width, heads, heads, 4 * width, "gpt2", tokens, False)
+
+
+class DemoNet(nn.Module):
+    """A checkpointable ``body`` between an optional ``stem`` and a loss ``head``.
+
+    ``blocks`` and ``chain`` have no stem and the loss ``mean(out**2)``; ``transformer``
+    embeds token ids and ends in a next-token cross-entropy. Strategies wrap the body only.
+    """
+
+    def __init__(self, kind: str, body: nn.Sequential, stem: nn.Module | None, head: nn.Module | None) -> None:
+        super().__init__()
+        self.kind = kind
+        self.body = body
+        self.stem = stem
+        self.head = head
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        return x if self.stem is None else self.stem(x)
+
+    def loss(self, hidden: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        if self.head is None:
+            return hidden.pow(2).mean()
+        logits = self.head(hidden)
+        return F.cross_entropy(logits[:, :-1].flatten(0, 1), x[:, 1:].flatten())
+
+
+class TokenStem(nn.Module):
+    """Token plus learned position embeddings."""
+
+    def __init__(self, vocab: int, width: int, positions: int) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(positions, width)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        pos = torch.arange(ids.shape[1], device=ids.device)
+        out: torch.Tensor = self.tokens(ids) + self.positions(pos)
+        return out
+
+
+def build_net(kind: str, layers: int, width: int, heads: int = 4, tokens: int = 1024) -> DemoNet:
+    """The demo's whole model of ``kind`` (not ``hf-gpt2``, see :mod:`demos.hf`)."""
+    body = build_model(kind, layers, width, heads)
+    if kind != "transformer":
+        return DemoNet(kind, body, None, None)
+    stem = TokenStem(DEMO_VOCAB, width, tokens)
+    head = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, DEMO_VOCAB, bias=False))
+    return DemoNet(kind, body, stem, head)
+
+
+def demo_input(kind: str, tokens: int, width: int, batch: int, seed: int, device: torch.device | None = None) -> torch.Tensor:
+    """The demo's input batch: token ids for token models, else a tokens x width tensor."""
+    gen = torch.Generator().manual_seed(seed)
+    if kind in TOKEN_MODELS:
+        x = torch.randint(0, DEMO_VOCAB, (batch, tokens), generator=gen)
+    else:
+        x = torch.randn(tokens, width, generator=gen)
+    return x if device is None else x.to(device)
 
 
 # -- decoder-only language models for the estimate -----------------------------------
@@ -70,6 +142,7 @@ class TransformerConfig:
     style: str  # "gpt2" (LayerNorm, GELU MLP, learned positions) or "llama"
     max_seq: int
     tied_embeddings: bool
+    source: str = "demos"  # "demos": TransformerLM below; "hf": transformers' GPT2LMHeadModel
 
 
 PRESETS: dict[str, TransformerConfig] = {
@@ -78,6 +151,8 @@ PRESETS: dict[str, TransformerConfig] = {
     "gpt2-large": TransformerConfig("gpt2-large", 50257, 36, 1280, 20, 20, 5120, "gpt2", 1024, True),
     # Llama 3.2 1B: RMSNorm, SwiGLU, grouped-query attention, rotary positions.
     "llama-1b": TransformerConfig("llama-1b", 128256, 16, 2048, 32, 8, 8192, "llama", 131072, True),
+    # Hugging Face's GPT2LMHeadModel(GPT2Config()): GPT-2 small with dropout 0.1 (transformers needed).
+    "hf-gpt2": TransformerConfig("hf-gpt2", 50257, 12, 768, 12, 12, 3072, "gpt2", 1024, True, "hf"),
 }
 
 
