@@ -202,9 +202,12 @@ def test_config_pause_resume_and_post_now_do_what_they_do_on_discord(chat: Conso
     assert [m.kind for m in chat.handle("/config show")] == ["config"]
 
 
-def test_leaderboard_scopes_as_on_discord(chat: Console, clock: FakeClock) -> None:
-    chat.handle("/daily")
-    only(chat.handle("a"), "feedback")
+def test_leaderboard_scopes_as_on_discord(chat: Console, clock: FakeClock, test_bank: Bank) -> None:
+    question = only(chat.handle("/daily"), "question")
+    q = test_bank.get(question.data["question_id"])
+    assert q is not None
+    right = "abcde"[question.data["choices"].index(q.choices[q.answer_index].text)]
+    assert only(chat.handle(right), "feedback").data["points"] > 0
     week = f"{clock.now.isocalendar().year}-W{clock.now.isocalendar().week:02d}"
     for scope in ("", " week", " this-week", f" {week}", " all"):
         board = only(chat.handle("/leaderboard" + scope), "leaderboard")
