@@ -338,15 +338,8 @@ def test_workers_claiming_at_once_take_each_job_exactly_once(db_url: str, test_b
             db.dispose()
 
 
-def test_workers_claiming_at_once_run_one_demo_per_community(
-    db_url: str, test_bank: Bank, clock: FakeClock, request: pytest.FixtureRequest
-) -> None:
+def test_workers_claiming_at_once_run_one_demo_per_community(db_url: str, test_bank: Bank, clock: FakeClock) -> None:
     """Shards claiming at the same moment still run one demo at a time in a community."""
-    if db_url.startswith("postgresql"):
-        # Found by this test: SKIP LOCKED locks the job row only, so on PostgreSQL two shards
-        # both see the community idle and each claims one of its jobs. The store needs a
-        # per-community lock or a unique index on running jobs; until then this fails.
-        request.applymarker(pytest.mark.xfail(reason="concurrent claims race per community on PostgreSQL"))
     workers = 4
     setup_db = Database(db_url)
     setup = StudyEngine(SqlStore(setup_db), test_bank, clock=clock, demos=DemoPolicy(cooldown_s=0, max_waiting=50))

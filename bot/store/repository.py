@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, text, update
 from sqlmodel import col
 
 from bot.core.community import CommunityConfig
@@ -48,6 +48,10 @@ from bot.store.tables import (
 )
 
 T = TypeVar("T")
+
+
+# The PostgreSQL advisory lock key that serializes demo claims (any constant of our own).
+_DEMO_CLAIM_LOCK = 0x5B_DE_30
 
 
 def _row_id(value: int | None) -> int:
@@ -933,6 +937,10 @@ class SqlTx:
 
     def claim_demo(self, worker: str, backend: str, now: datetime) -> DemoJobRecord | None:
         """The oldest queued job of a community with nothing running, marked running."""
+        if self.dialect == "postgresql":
+            # Row locks alone let two processes both see a community idle and each start one of
+            # its jobs; claims are rare, so one transaction-scoped lock serializes them.
+            self.conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DEMO_CLAIM_LOCK})
         busy = select(col(DemoJob.community_id)).where(col(DemoJob.state) == "running")
         query = (
             select(col(DemoJob.id))
