@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bot.core.bank import load_bank  # noqa: E402
 from bot.core.engine import StudyEngine  # noqa: E402
 from bot.core.values import AlreadyAnswered, AnswerFeedback, ChannelRef, CommunityRef, QuestionCard, UserRef  # noqa: E402
-from bot.platforms.bridge import Bridge  # noqa: E402
+from bot.bridge import Bridge  # noqa: E402
 from bot.store.database import Database, upgrade  # noqa: E402
 from bot.store.repository import SqlStore  # noqa: E402
 

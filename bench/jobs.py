@@ -33,7 +33,7 @@ from bot.core.engine import DemoPolicy, StudyEngine  # noqa: E402
 from bot.core.values import ChannelRef, DemoResultCard, Posted, QuestionCard, UserRef  # noqa: E402
 from bot.delivery import Deliverer  # noqa: E402
 from bot.jobs import Backend, CeleryBackend, DemoJobRunner, LocalBackend  # noqa: E402
-from bot.platforms.bridge import Bridge  # noqa: E402
+from bot.bridge import Bridge  # noqa: E402
 from bot.store.database import Database, upgrade  # noqa: E402
 from bot.store.repository import SqlStore  # noqa: E402
 

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.values import AlreadyAnswered, AnswerFeedback, ChannelRef, Problem, QuestionCard, RevealCard, UserRef
-from bot.platforms.bridge import Bridge
+from bot.bridge import Bridge
 from bot.store.repository import SqlStore, SqlTx
 from tests.conftest import FakeClock
 
