@@ -12,7 +12,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -166,15 +166,6 @@ def run(
             err=True,
         )
     console(user="you", community="local", jsonl=False, schedule=True)
-
-
-def _web_background(engine: StudyEngine, settings: Settings) -> Any:
-    """The console chat serves the web page too when STUDYBOT_WEB_PORT is set."""
-    if settings.web_port is None:
-        return None
-    from bot.web.app import web_background
-
-    return web_background(engine, settings)
 
 
 @app.command()

@@ -121,22 +121,3 @@ class Deliverer:
             self.sent += 1
             done += 1
         return done
-
-    async def run_forever(
-        self,
-        send: AsyncSend,
-        run: Callable[..., Awaitable[object]],
-        wake: asyncio.Event | None = None,
-        interval_s: float = 5.0,
-    ) -> None:
-        """Deliver until cancelled: every `interval_s`, or at once when `wake` is set."""
-        wake = wake or asyncio.Event()
-        while True:
-            try:
-                await self.deliver_due_async(send, run)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("delivering posts failed; trying again shortly")
-            await wake_or_timeout(wake, interval_s)
-            wake.clear()

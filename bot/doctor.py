@@ -18,27 +18,11 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import ValidationError
-
 from bot.checks import RANK, Check, JsonHttp, exit_code, secret_value
 from bot.config import Settings
+from bot.settings_problems import SettingsError, load_settings
 
 __all__ = ["RANK", "Check", "JsonHttp", "exit_code", "health", "run_checks"]
-
-
-def _settings_error(exc: ValidationError) -> Check:
-    """Which variables are wrong and why, without their values (one may be a token)."""
-    aliases: dict[str, str] = {}
-    for name, info in Settings.model_fields.items():
-        alias = info.validation_alias
-        if alias is not None and hasattr(alias, "choices"):
-            aliases[name] = str(alias.choices[0])
-    parts = []
-    for error in exc.errors():
-        where = str(error["loc"][0]) if error["loc"] else ""
-        variable = aliases.get(where, f"STUDYBOT_{where.upper()}" if where else "settings")
-        parts.append(f"{variable}: {error['msg']}")
-    return Check("settings", "fail", "; ".join(parts), "correct these variables in the environment or .env")
 
 
 # ---------------------------------------------------------------- platforms
@@ -298,10 +282,10 @@ def check_web(settings: Settings) -> Check | None:
 def run_checks(settings: Settings | None = None, online: bool = False, http: JsonHttp | None = None) -> list[Check]:
     """Every check, in the order a person fixes things. A broken Settings stops here."""
     if settings is None:
-        try:
-            settings = Settings()
-        except ValidationError as exc:
-            return [_settings_error(exc)]
+        try:  # the same sentence every other command gives (a secret's value never shown)
+            settings = load_settings()
+        except SettingsError as exc:
+            return [Check("settings", "fail", exc.sentence, "correct it in the environment or .env")]
     http = http or JsonHttp()
     discord = settings.discord_token is not None
     slack = any(

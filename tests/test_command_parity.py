@@ -222,3 +222,29 @@ async def test_every_platform_asks_the_engine_the_same_and_gets_the_same_kind_of
     kinds = {kind for _, _, kind in console}
     assert {"ConfigCard", "LeaderboardCard", "QuestionCard", "DemoQueued", "Forgotten"} <= kinds  # it did things
     assert console[[option for name, option in WALKED].index("post-now")][2] == "QuestionCard"
+
+
+COMMANDS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
+
+
+def _table_rows(page: str, heading: str) -> list[str]:
+    """The first cells of the markdown table under a heading (up to the next heading)."""
+    section = page.split(f"\n{heading}\n", 1)[1].split("\n#", 1)[0]
+    return [line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| `")]
+
+
+def test_the_commands_page_lists_exactly_the_tables_commands() -> None:
+    page = COMMANDS_PAGE.read_text(encoding="utf-8")
+    listed = {cell.strip("`").split()[0].lstrip("/") for cell in _table_rows(page, "## Chat commands")}
+    listed |= {cell.strip("`").split()[0].lstrip("/") for cell in _table_rows(page, "### The console")}
+    table = {command.name for command in commands.TABLE}
+    console_only = {"as", "cancel", "quit"}  # the console adapter's own lines, not engine calls
+    assert listed - console_only == table
+
+
+def test_every_documented_config_word_is_on_the_commands_page() -> None:
+    page = COMMANDS_PAGE.read_text(encoding="utf-8")
+    cells = " ".join(_table_rows(page, "## /config"))
+    words = {option.split()[0] for option in commands.BY_NAME["config"].documented if option}
+    missing = sorted(word for word in words if f"`{word}" not in cells and f", `{word}" not in cells)
+    assert not missing, f"docs/commands.md's /config table lacks {missing}"

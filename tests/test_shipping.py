@@ -461,7 +461,16 @@ def test_doctor_reports_settings_that_do_not_parse_without_their_values(monkeypa
     monkeypatch.setattr(Settings, "model_config", {**Settings.model_config, "env_file": None})
     checks = doctor.run_checks()
     assert [c.name for c in checks] == ["settings"] and checks[0].status == "fail"
-    assert "STUDYBOT_WINDOW_HOURS" in checks[0].message and DISCORD_TOKEN not in checks[0].line()
+    assert checks[0].message == "STUDYBOT_WINDOW_HOURS=99 is not allowed: it must be a whole number from 1 to 48."
+    assert DISCORD_TOKEN not in checks[0].line()
+
+
+def test_doctor_names_an_env_line_it_cannot_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text(f"STUDYBOT_TIMEZONE=UTC\nDISCORD_TOKEN {DISCORD_TOKEN}\n")
+    checks = doctor.run_checks()
+    assert [c.name for c in checks] == ["settings"] and checks[0].status == "fail"
+    assert checks[0].message.startswith(".env line 2 cannot be read") and DISCORD_TOKEN not in checks[0].line()
 
 
 @pytest.mark.parametrize(("case", "code"), [("good", 0), ("warn", 1), ("fail", 2)])

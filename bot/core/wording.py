@@ -341,11 +341,6 @@ def closes_line(when: str) -> str:
     return f"Closes {when}."
 
 
-def describe_any(card: Any) -> str:
-    """A one-line fallback for a card a platform has no layout for (logged as a bug)."""
-    return f"({type(card).__name__})"
-
-
 # ------------------------------------------------- members' questions, levels
 
 # Discord's and Slack's /suggest (modals) and the admins' queue buttons use these; /help lists

@@ -25,6 +25,7 @@ from bot.core import wording
 from bot.core.demo_request import parse_demo
 from bot.core.text import MAX_TEXT, clean_name
 from bot.core.values import (
+    Card,
     ChannelRef,
     CommunityRef,
     DemoProgressCard,
@@ -283,12 +284,12 @@ class ConsoleApp:
         asked = commands.ask(name, commands.Where(self.user, self.channel), rest)
         if asked is None:
             return render(Problem(wording.unknown_command("/" + name)))
-        card = await self.runtime.call(getattr(self.engine, asked.method), *asked.args)
-        if isinstance(card, RevealCard):  # /close: the reveal itself is a channel post
+        result: Card = await self.runtime.call(getattr(self.engine, asked.method), *asked.args)
+        if isinstance(result, RevealCard):  # /close: the reveal itself is a channel post
             return []
         # /daily, /config post-now: the question itself is a channel post, through the outbox
-        daily = isinstance(card, QuestionCard) and card.kind == "daily"
-        return [m for m in render(card) if not (daily and m.kind == "question")]
+        daily = isinstance(result, QuestionCard) and result.kind == "daily"
+        return [m for m in render(result) if not (daily and m.kind == "question")]
 
     async def _suggest_step(self, text: str) -> list[Message]:
         """One answer to /suggest's guided prompts; the last one sends the form (one engine call)."""

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from bot.core import wording
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
     AnswerFeedback,
+    Card,
     ConfigCard,
     ConfirmForget,
     DemoFailedCard,
@@ -20,6 +21,7 @@ from bot.core.values import (
     DemoQueued,
     DemoResultCard,
     Forgotten,
+    HomeCard,
     LeaderboardCard,
     NothingDue,
     Notice,
@@ -57,7 +59,7 @@ def _indent_lines(lines: Iterable[str]) -> list[str]:
     return [f"  {line}" for line in lines]
 
 
-def render(card: object) -> list[Message]:
+def render(card: Card) -> list[Message]:
     """Lay an engine card out as console messages; the words come from bot.core.wording."""
     match card:
         case QuestionCard():
@@ -205,4 +207,6 @@ def render(card: object) -> list[Message]:
                     {"result": card.data, "chart": card.chart, "wall_s": card.wall_s},
                 )
             ]
-    raise TypeError(f"no console rendering for {type(card).__name__}")
+        case HomeCard():  # Slack's App Home; the console shows what /score shows
+            return render(card.score)
+    assert_never(card)

@@ -9,7 +9,7 @@ import logging
 import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, assert_never
 
 import discord
 
@@ -19,6 +19,7 @@ from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
     AnswerFeedback,
+    Card,
     ConfigCard,
     ConfirmForget,
     DemoFailedCard,
@@ -257,7 +258,7 @@ def author_notice(card: SuggestionDecided) -> Reply:
     return Reply(content=safe(wording.decided_author(card)))
 
 
-def render(card: object) -> Reply:
+def render(card: Card) -> Reply:
     """The Discord message for a card."""
     match card:
         case QuestionCard():
@@ -318,8 +319,7 @@ def render(card: object) -> Reply:
             return demo_result(card)
         case DemoFailedCard():
             return Reply(content=safe(wording.demo_failed(card)), public=True)
-    log.error("no Discord layout for %s", type(card).__name__)
-    return Reply(content=wording.describe_any(card))
+    assert_never(card)
 
 
 def daily_post(card: QuestionCard) -> Reply:

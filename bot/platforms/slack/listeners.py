@@ -31,6 +31,7 @@ from bot.core import wording
 from bot.core.practice import QUEUE_PREFIX, decode_decision
 from bot.core.values import (
     AnswerWithHome,
+    Card,
     ChannelRef,
     CommunityRef,
     DemoQueued,
@@ -248,7 +249,7 @@ class Listeners:
         note = render.view_values(view).get(render.NOTE_BLOCK, "")
         note_id = str(view.get("callback_id", ""))
 
-        async def decide() -> object:
+        async def decide() -> Card:
             if not await self._may_configure(client, user.user_id):
                 return Notice(wording.config_admins_only(CONFIG_COMMAND))
             community = CommunityRef(PLATFORM, user.community_id)
@@ -261,7 +262,7 @@ class Listeners:
 
         await self._guard("note", work, self._direct(client, user.user_id))
 
-    async def _answer_view(self, ack: Any, client: Any, user_id: str, title: str, call: Awaitable[object]) -> object:
+    async def _answer_view(self, ack: Any, client: Any, user_id: str, title: str, call: Awaitable[Card]) -> Card:
         """Answer a modal's submit with the engine's card as the ack: a refusal under its
         inputs (response_action "errors"), else the modal updated with the answer. Later than
         ACK_WITHIN, the modal is closed and the answer goes to the member's messages with the app."""

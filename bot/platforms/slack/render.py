@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from bot.core import choices as codec
 from bot.core import wording
@@ -14,6 +14,7 @@ from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
     AnswerFeedback,
+    Card,
     ConfigCard,
     ConfirmForget,
     DemoFailedCard,
@@ -31,6 +32,7 @@ from bot.core.values import (
     RoundClosed,
     ScoreCard,
     SuggestionDecided,
+    SuggestionDraft,
     SuggestionForm,
     SuggestionQueue,
     SuggestionReceived,
@@ -399,7 +401,7 @@ def help_message(config_command: str) -> SlackMessage:
     return _message("\n".join([wording.HELP_TITLE, *lines]), blocks)
 
 
-def render(card: object) -> SlackMessage:
+def render(card: Card) -> SlackMessage:
     """Any card a user is shown (in a channel, privately, or as a reply) as Block Kit."""
     match card:
         case QuestionCard():
@@ -449,5 +451,6 @@ def render(card: object) -> SlackMessage:
             return queue(card)
         case SuggestionDecided():
             return _plain(wording.decided_admin(card))
-    log.error("no Slack layout for %s", type(card).__name__)
-    return _plain(wording.describe_any(card))
+        case SuggestionDraft():  # Slack's form is one modal (no draft step); shown as text if it comes
+            return _plain("\n".join([wording.suggestion_draft(card), *wording.choice_lines(card.choices)]))
+    assert_never(card)
