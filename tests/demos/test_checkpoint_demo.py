@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from demos.chart import png_text
 from demos.checkpoint import DemoConfig, DemoReport, main, run_demo
 from demos.estimate import trace_demo_step
 from demos.memory import LiveTensorMeter, profiler_allocations
@@ -21,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def default_report() -> DemoReport:
-    """The default-size run (blocks, 16 layers, 2,048 tokens, width 128), one timed step."""
-    return run_demo(DemoConfig(repeat=1), estimate=True)
+    """The default-size run (blocks, 16 layers, 2,048 tokens, width 128), one timed step,
+    with the profiler's allocator events as a second meter."""
+    return run_demo(DemoConfig(repeat=1, check=True), estimate=True)
 
 
 def test_every_default_strategy_is_measured(default_report: DemoReport) -> None:
@@ -47,6 +49,7 @@ def test_every_gradient_is_bit_identical(default_report: DemoReport) -> None:
 
 def test_the_two_meters_agree_within_two_percent(default_report: DemoReport) -> None:
     for r in default_report.results:
+        assert r.peak_check_bytes is not None
         assert abs(r.peak_bytes - r.peak_check_bytes) <= 0.02 * r.peak_check_bytes, r
 
 
@@ -136,6 +139,10 @@ def test_fake_trace_allocates_nothing_real() -> None:
         (["--layers", "abc"], "--layers must be a whole number"),
         (["--tokens", "0"], "--tokens must be between 1"),
         (["--model", "resnet"], "Unknown model 'resnet'"),
+        (["--strategies", "budget", "--budgets", "0.5,2"], "--budgets value must be a number from 0 to 1"),
+        (["--model", "transformer", "--width", "130", "--heads", "4"], "must be a multiple of --heads"),
+        (["--model", "hf-gpt2", "--strategies", "sqrt"], "hf-gpt2 model runs none, block, offload"),
+        (["--sweep", "4,16", "--strategies", "budget"], "run it without --sweep"),
         (["--device", "tpu"], "Unknown device 'tpu'"),
         (["--sweep", "4,x"], "--sweep depth must be a whole number"),
         (["--nonsense"], "Unrecognized arguments"),
@@ -204,8 +211,13 @@ def test_json_and_chart_from_a_subprocess(tmp_path: Path) -> None:
     for r in out["results"]:
         assert {"strategy", "peak_bytes", "peak_check_bytes", "saved_bytes", "step_ms", "grads_identical"} <= set(r)
         assert r["grads_identical"] is True
+        assert {"estimate_bytes", "estimate_error_pct", "timeline", "label"} <= set(r)
+        assert max(r["timeline"]["live_bytes"]) == r["peak_bytes"]
     data = chart.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    assert out["charts"]["timeline"] == str(chart)
+    assert png_text(str(chart))["Lines"] == "4"  # one timeline per strategy
+    assert png_text(out["charts"]["memory"])["Lines"] == "3"  # peaks, estimates, times
 
 
 def test_sweep_chart_is_a_png(tmp_path: Path) -> None:
@@ -219,3 +231,4 @@ def test_sweep_chart_is_a_png(tmp_path: Path) -> None:
     path = write_chart(report, str(tmp_path / "sweep.png"))
     data = Path(path).read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    assert png_text(path)["Lines"] == "2"  # none and sqrt against depth

@@ -89,3 +89,42 @@ def test_estimate_bad_input(argv: list[str], fragment: str, capsys: pytest.Captu
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert fragment in err and "\n" not in err
+
+
+# -- Hugging Face's GPT-2 against the published Mosaic figures -----------------------
+
+
+@pytest.fixture(scope="module")
+def mosaic() -> dict[str, float]:
+    pytest.importorskip("transformers")
+    from demos.estimate import estimate, steps_gib
+
+    e = estimate("hf-gpt2", 4, 512, 24.0, kernels="cuda")
+    return {"without": steps_gib(e.without), "with": steps_gib(e.with_checkpointing)}
+
+
+def test_hf_gpt2_estimate_within_five_percent_of_the_mosaic_tutorial(mosaic: dict[str, float]) -> None:
+    # optimizer state plus the step's peak (what the tutorial's steps allocate), GiB
+    assert abs(mosaic["without"] - 4.62) <= 0.05 * 4.62, mosaic
+    assert abs(mosaic["with"] - 2.55) <= 0.05 * 2.55, mosaic
+
+
+def test_hf_gpt2_optimizer_state_follows_from_the_parameters() -> None:
+    pytest.importorskip("transformers")
+    from demos.estimate import PRESETS, measure_training_step
+
+    b, _ = measure_training_step(PRESETS["hf-gpt2"], 1, 64, False, kernels="cuda")
+    assert b.optimizer_state_bytes == 2 * b.parameters_bytes + 4 * 148  # two moments, a step count per tensor
+
+
+def test_estimate_cli_says_which_kernels_it_assumed() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "demos.estimate", "--preset", "gpt2-small", "--batch", "1", "--seq", "64", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["kernels"] == "cuda"
