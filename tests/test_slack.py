@@ -119,14 +119,15 @@ class Slack:
         return await self.post(json.dumps(event_body(event, team, event_id)), "application/json", **kw)
 
     async def settle(self) -> None:
-        """Wait until a /score sent now has been answered through its own response_url. The
-        listeners run on this one loop and their engine calls queue on one bridge in order, so
-        by then the requests sent before it have sent what they were going to (a late duplicate
-        shows in the record)."""
+        """Wait until everything sent before has sent what it was going to (a late duplicate
+        then shows in the record). A /score sent now and answered through its own response_url
+        proves the requests before it were acked and their listeners' work has started; then
+        wait for all of that work to end."""
         self.settles += 1
         name = f"settle-{self.settles}"
         await self.post(command_body("/score", "", "USETTLE", "T1", "C9", self.fake.response_url(name)), FORM)
         await self.fake.wait_response(name)
+        await self.bot.listeners.settled()
 
     async def open_daily(self, channel: str = "C1", team: str = "T1") -> tuple[int, str]:
         """Open today's round and deliver it; returns (round id, its message ts)."""

@@ -95,6 +95,7 @@ class Listeners:
         self.config_users = config_users
         self.oauth = oauth
         self.installations = installations
+        self._handling: set[asyncio.Task[Any]] = set()  # listeners' work after their ack
 
     def register(self, app: AsyncApp) -> None:
         app.use(DropMalformed())
@@ -114,6 +115,9 @@ class Listeners:
 
     async def _guard(self, what: str, work: Callable[[], Awaitable[None]], reply: Any = None) -> None:
         """Run a listener's work after its ack; log a failure and tell a waiting user."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._handling.add(task)
         try:
             await work()
         except Exception as exc:
@@ -123,6 +127,14 @@ class Listeners:
                     await reply(wording.PLATFORM_BUSY if is_ratelimited(exc) else wording.BUG.format(incident=incident))
                 except Exception:
                     log.warning("telling the user about a failed %s failed too", what, exc_info=True)
+        finally:
+            if task is not None:
+                self._handling.discard(task)
+
+    async def settled(self) -> None:
+        """Return once every event being handled now has sent what it was going to (or failed)."""
+        while pending := self._handling - {asyncio.current_task()}:
+            await asyncio.wait(pending)
 
     async def _command(self, ack: Any, body: dict[str, Any], context: Any, respond: Any, client: Any) -> None:
         await ack()
