@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from demos.memory import backward
+
 DEFAULT_BUDGETS = (1.0, 0.5, 0.2, 0.0)
 
 
@@ -69,6 +71,6 @@ def compile_step(
 def warm_up(step: CompiledStep, x: torch.Tensor, params: list[nn.Parameter]) -> None:
     """Compile forward and backward under the step's budget (the first call does it)."""
     with torch._functorch.config.patch(activation_memory_budget=step.budget):
-        step.fn(x).backward()
+        backward(step.fn(x))
     for p in params:
         p.grad = None

@@ -130,7 +130,9 @@ def _timeline_figure(report: DemoReport) -> tuple[Any, int]:
             continue
         ys = [b / MIB for b in t.live_bytes]
         colour = _colour(r, budgets)
-        ax.plot(t.x, ys, linewidth=2.2, color=colour, label=f"{r.label or r.strategy} (peak {r.peak_bytes / MIB:.0f} MiB)")
+        ax.plot(
+            t.x, ys, linewidth=2.2, color=colour, label=f"{r.label or r.strategy} (peak {r.peak_bytes / MIB:.0f} MiB)"
+        )
         lines += 1
         rx = [x for x, ph in zip(t.x, t.phase, strict=True) if ph == "recompute"]
         ry = [y for y, ph in zip(ys, t.phase, strict=True) if ph == "recompute"]
@@ -214,7 +216,14 @@ def _budget_figure(report: DemoReport) -> tuple[Any, int]:
     for r in report.results:
         if r.strategy == "budget":
             continue
-        ax.scatter([r.step_ms], [r.peak_bytes / MIB], s=80, color=COLOURS.get(r.strategy, "#333333"), label=r.label or r.strategy, zorder=3)
+        ax.scatter(
+            [r.step_ms],
+            [r.peak_bytes / MIB],
+            s=80,
+            color=COLOURS.get(r.strategy, "#333333"),
+            label=r.label or r.strategy,
+            zorder=3,
+        )
         lines += 1
     ax.set_xlabel("median step time, ms")
     ax.set_ylabel("peak memory of one step, MiB")

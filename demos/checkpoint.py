@@ -47,17 +47,19 @@ import torch
 from torch import nn
 
 from demos.errors import BadInput
-from demos.traced import TracedStep
 from demos.memory import (
     BACKWARD,
     BACKWARD_RANGE,
+    AllocationTrace,
     LiveTensorMeter,
     Timeline,
+    backward,
     cuda_step_memory,
     profiler_allocations,
 )
 from demos.models import MODEL_KINDS, TOKEN_MODELS, DemoNet, build_net, demo_input, parameter_bytes, segments_for
-from demos.strategies import CUDA_ONLY, RECOMPUTING, STRATEGIES, MatmulSavePolicy, make_forward, policy_for
+from demos.strategies import CUDA_ONLY, STRATEGIES, MatmulSavePolicy, make_forward, policy_for
+from demos.traced import TracedStep
 
 log = logging.getLogger(__name__)
 
@@ -417,7 +419,9 @@ class Subject:
     model: nn.Module
     x: torch.Tensor
 
-    def step(self, strategy: str, policy: MatmulSavePolicy | None, sink: LiveTensorMeter | None) -> Callable[[], torch.Tensor]:
+    def step(
+        self, strategy: str, policy: MatmulSavePolicy | None, sink: LiveTensorMeter | None
+    ) -> Callable[[], torch.Tensor]:
         x = self.x
         if self.kind == "hf-gpt2":
             from demos.hf import gpt2_loss, set_checkpointing
@@ -460,7 +464,7 @@ def _timed(step: Callable[[], torch.Tensor], model: nn.Module, device: torch.dev
         _sync(device)
         start = time.perf_counter()
         loss = step()
-        loss.backward()
+        backward(loss)
         del loss
         _sync(device)
         times.append(time.perf_counter() - start)
@@ -513,28 +517,28 @@ def measure_strategy(
             with meter:
                 loss = run_forward()
                 meter.set_phase(BACKWARD)
-                loss.backward()
+                backward(loss)
                 del loss
             _sync(device)
             check_bytes = meter.peak_bytes
     elif strategy == "budget":
-        with profiler_allocations() as trace:
+        with profiler_allocations() as compiled_trace:
             loss = run_forward()
             with torch.profiler.record_function(BACKWARD_RANGE):
-                loss.backward()
+                backward(loss)
             del loss
-        assert trace.timeline is not None
-        peak, timeline = trace.peak_bytes, trace.timeline
-        forward_end = [b for b, ph in zip(timeline.live_bytes, timeline.phase, strict=True) if ph == "forward"]
-        saved = forward_end[-1] if forward_end else 0
+        assert compiled_trace.timeline is not None
+        peak, timeline = compiled_trace.peak_bytes, compiled_trace.timeline
+        saved = compiled_trace.marks.get("forward_end", 0)
         meter_name = "CPU allocator events recorded by torch.profiler"
     else:
-        check_ctx = profiler_allocations() if check else nullcontext()
+        check_ctx: Any = profiler_allocations() if check else nullcontext()
+        trace: AllocationTrace | None
         with check_ctx as trace, meter:
             loss = run_forward()
             saved = meter.live_bytes
             meter.set_phase(BACKWARD)
-            loss.backward()
+            backward(loss)
             del loss
         peak, timeline = meter.peak_bytes, meter.timeline()
         check_bytes = trace.peak_bytes if trace is not None else None

@@ -27,7 +27,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from demos.errors import BadInput
-from demos.memory import BACKWARD, FORWARD, OPTIMIZER, LiveTensorMeter
+from demos.memory import BACKWARD, FORWARD, OPTIMIZER, LiveTensorMeter, backward
 from demos.models import PRESETS, TOKEN_MODELS, TransformerConfig, TransformerLM, build_net, parameter_bytes
 from demos.strategies import make_forward
 from demos.traced import TracedStep
@@ -80,7 +80,7 @@ def trace_demo_step(
             loss = net.loss(body(net.embed(x)), x)
             saved = meter.live_bytes
             meter.set_phase(BACKWARD)
-            loss.backward()
+            backward(loss)
             del loss
         return TracedStep(
             strategy=strategy,
@@ -104,7 +104,7 @@ def _trace_hf(layers: int, tokens: int, width: int, heads: int, batch: int, stra
         loss = gpt2_loss(model, ids)
         saved = meter.live_bytes
         meter.set_phase(BACKWARD)
-        loss.backward()
+        backward(loss)
         del loss
     return TracedStep(
         strategy=strategy,
@@ -160,7 +160,7 @@ def _training_step(
     loss = _loss(model, cfg, ids, checkpointing)
     saved = meter.live_bytes
     meter.set_phase(BACKWARD)
-    loss.backward()
+    backward(loss)
     del loss
     meter.set_phase(OPTIMIZER)
     opt.step()
@@ -265,7 +265,7 @@ class Estimate:
 #: A published measurement to hold the hf-gpt2 estimate to: PyTorch's Mosaic memory-profiling
 #: tutorial trained GPT-2 (batch 4 x 512 tokens, AdamW, fp32, CUDA) and reports peaks (torch
 #: figures, GiB) for what the training steps allocate: optimizer state plus the step's peak.
-MOSAIC_GPT2 = {
+MOSAIC_GPT2: dict[str, float | str] = {
     "source": "PyTorch Mosaic memory-profiling tutorial, GPT-2, batch 4 x 512, AdamW, fp32, CUDA",
     "without_gib": 4.62,
     "with_gib": 2.55,
@@ -378,7 +378,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def format_estimate(e: Estimate) -> str:
-    rows = [f"{e.preset}, batch {e.batch} x {e.seq} tokens, {e.dtype}, AdamW, attention traced as {e.kernels.upper()} kernels allocate"]
+    rows = [
+        f"{e.preset}, batch {e.batch} x {e.seq} tokens, {e.dtype}, AdamW, "
+        f"attention traced as {e.kernels.upper()} kernels allocate"
+    ]
     rows.append(f"{'':22}{'no checkpointing':>18}{'block checkpoints':>19}")
     for label, key in [
         ("parameters", "parameters_bytes"),

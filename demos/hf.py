@@ -36,7 +36,7 @@ def build_gpt2(
     from transformers import GPT2Config, GPT2LMHeadModel
     from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
 
     sized: dict[str, Any] = {"n_positions": max(positions, 1024)}
     if layers is not None:
@@ -70,7 +70,7 @@ def set_checkpointing(model: nn.Module, on: bool, sink: PhaseSink | None = None)
 
         for module in model.modules():
             if getattr(module, "gradient_checkpointing", False):
-                module._gradient_checkpointing_func = marked
+                setattr(module, "_gradient_checkpointing_func", marked)  # noqa: B010
 
 
 def gpt2_loss(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -101,7 +101,15 @@ def _register_cuda_like_attention() -> None:
     from transformers import AttentionInterface
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    def cuda_like(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: torch.Tensor | None, dropout: float = 0.0, **kwargs: Any) -> Any:
+    def cuda_like(
+        module: nn.Module,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        dropout: float = 0.0,
+        **kwargs: Any,
+    ) -> Any:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=0.0, **kwargs)
 
     AttentionInterface.register(CUDA_LIKE_ATTENTION, cuda_like)

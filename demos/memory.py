@@ -82,6 +82,11 @@ def build_timeline(samples: list[tuple[int, str]], backward_start: int, points: 
     return Timeline(xs, live, phases)
 
 
+def backward(loss: torch.Tensor) -> None:
+    """``loss.backward()`` (typed: torch leaves ``Tensor.backward`` unannotated)."""
+    loss.backward()  # type: ignore[no-untyped-call]
+
+
 def _tensors(tree: Any) -> list[torch.Tensor]:
     """The tensors in nested tuples, lists and dicts (a fast path of pytree's flatten)."""
     found: list[torch.Tensor] = []
@@ -112,7 +117,7 @@ class PeakComposition:
     gradient_bytes: int
 
 
-class LiveTensorMeter(TorchDispatchMode):
+class LiveTensorMeter(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """A dispatch mode that tracks the bytes of live tensor storages created under it.
 
     ``peak_bytes`` is the highest sum of live storage bytes seen; storages that existed
@@ -121,7 +126,7 @@ class LiveTensorMeter(TorchDispatchMode):
     """
 
     def __init__(self, device_type: str | None = None) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.device_type = device_type
         self.live_bytes = 0
         self.peak_bytes = 0
@@ -153,7 +158,7 @@ class LiveTensorMeter(TorchDispatchMode):
 
     def __exit__(self, *args: Any) -> None:
         self._end = len(self._samples)
-        super().__exit__(*args)
+        super().__exit__(*args)  # type: ignore[no-untyped-call]
 
     def timeline(self, points: int = TIMELINE_POINTS) -> Timeline:
         """The step's live bytes, forward then backward (see :class:`Timeline`)."""
@@ -255,7 +260,7 @@ def profiler_allocations() -> Iterator[AllocationTrace]:
     prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
     with prof:
         yield trace
-    assert prof.profiler is not None
+    assert prof.profiler is not None and prof.profiler.kineto_results is not None
     tree = prof.profiler.kineto_results.experimental_event_tree()
     events: list[tuple[int, int]] = []
     backward_at: int | None = None
@@ -277,9 +282,11 @@ def profiler_allocations() -> Iterator[AllocationTrace]:
     for i, (when, size) in enumerate(events):
         if backward_at is not None and when >= backward_at and start == len(events):
             start = i
+            trace.marks["forward_end"] = running
         running += size
         peak = max(peak, running)
         samples.append((running, FORWARD if start == len(events) else BACKWARD))
+    trace.marks.setdefault("forward_end", running)
     trace.peak_bytes = peak
     trace.end_bytes = running
     trace.events = len(events)
@@ -346,7 +353,7 @@ def cuda_step_memory(
         torch.cuda.synchronize(device)
         after_forward = torch.cuda.memory_allocated(device) - baseline
         backward_start = len(torch.cuda.memory._snapshot()["device_traces"][index]) if timeline else 0
-        loss.backward()
+        backward(loss)
         del loss
         torch.cuda.synchronize(device)
         peak = torch.cuda.max_memory_allocated(device) - baseline

@@ -36,7 +36,8 @@ class FeedForwardBlock(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.dropout(self.down(F.gelu(self.up(self.norm(x)))))
+        out: torch.Tensor = x + self.dropout(self.down(F.gelu(self.up(self.norm(x)))))
+        return out
 
 
 class ChainLayer(nn.Module):
@@ -87,7 +88,7 @@ class DemoNet(nn.Module):
     def loss(self, hidden: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         if self.head is None:
             return hidden.pow(2).mean()
-        logits = self.head(hidden)
+        logits: torch.Tensor = self.head(hidden)
         return F.cross_entropy(logits[:, :-1].flatten(0, 1), x[:, 1:].flatten())
 
 
@@ -115,7 +116,9 @@ def build_net(kind: str, layers: int, width: int, heads: int = 4, tokens: int = 
     return DemoNet(kind, body, stem, head)
 
 
-def demo_input(kind: str, tokens: int, width: int, batch: int, seed: int, device: torch.device | None = None) -> torch.Tensor:
+def demo_input(
+    kind: str, tokens: int, width: int, batch: int, seed: int, device: torch.device | None = None
+) -> torch.Tensor:
     """The demo's input batch: token ids for token models, else a tokens x width tensor."""
     gen = torch.Generator().manual_seed(seed)
     if kind in TOKEN_MODELS:
@@ -200,7 +203,8 @@ class Attention(nn.Module):
             rep = self.heads // self.kv_heads
             k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.out(y.transpose(1, 2).reshape(b, s, -1))
+        out: torch.Tensor = self.out(y.transpose(1, 2).reshape(b, s, -1))
+        return out
 
 
 class MLP(nn.Module):
@@ -215,8 +219,11 @@ class MLP(nn.Module):
         h = self.up(x)
         if self.gated:
             gate, up = h.chunk(2, dim=-1)
-            return self.down(F.silu(gate) * up)
-        return self.down(F.gelu(h, approximate="tanh"))
+            h = F.silu(gate) * up
+        else:
+            h = F.gelu(h, approximate="tanh")
+        out: torch.Tensor = self.down(h)
+        return out
 
 
 class DecoderBlock(nn.Module):
@@ -230,7 +237,8 @@ class DecoderBlock(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
+        out: torch.Tensor = x + self.mlp(self.norm2(x))
+        return out
 
 
 class TransformerLM(nn.Module):

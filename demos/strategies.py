@@ -152,7 +152,7 @@ def make_forward(
         if sink is None:
 
             def forward_sqrt(x: torch.Tensor) -> torch.Tensor:
-                out: torch.Tensor = checkpoint_sequential(model, segments, x, use_reentrant=False)
+                out: torch.Tensor = checkpoint_sequential(model, segments, x, use_reentrant=False)  # type: ignore[no-untyped-call]
                 return out
 
             return forward_sqrt
@@ -184,7 +184,8 @@ def make_forward(
 
         def forward_offload(x: torch.Tensor) -> torch.Tensor:
             with torch.autograd.graph.save_on_cpu(pin_memory=True):
-                return model(x)
+                out: torch.Tensor = model(x)
+                return out
 
         return forward_offload
     raise ValueError(f"unknown strategy {strategy!r}")
@@ -192,4 +193,5 @@ def make_forward(
 
 def loss_of(output: torch.Tensor) -> torch.Tensor:
     """A scalar loss that depends on every output element."""
-    return output.pow(2).mean()
+    loss: torch.Tensor = output.pow(2).mean()
+    return loss
