@@ -1,82 +1,88 @@
-"""Record the checkpoint demo's figures (never a timed test; see TESTING.md).
+"""Time the demos as whole processes, beside `python -c "import torch"` (never a test).
 
-    .venv/bin/python bench/demo.py [--chart-dir DIR]
+    .venv/bin/python bench/demo.py [--runs 2] [--charts DIR]
 
-1. Times the whole default CPU process (`python -m demos.checkpoint --json`) from outside.
-2. Prints peak bytes per strategy, ratios against the `none` baseline of the same run,
-   the agreement of the two memory meters, step times and gradient identity.
-3. Runs the chain sweep 4,16,64,256 and prints the none/sqrt ratio at each depth.
-Charts are written to --chart-dir (default bench/out).
+Each command runs --runs times as its own process; the best wall time and the largest
+peak RSS (the child's ru_maxrss, from os.wait4) are printed with the ratio to the import
+and the issue's targets: the default demo at most 2.8x the import and under 600 MiB, the
+estimate at most 1.6x, the transformer default under 2x the blocks default. With
+--charts, the transformer demo with every strategy and the budget sweep writes its
+timeline, memory and budget charts to DIR (their commands are printed).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 1024**2
 
+COMMANDS = {
+    "import torch": ["-c", "import torch"],
+    "demo (blocks default)": ["-m", "demos.checkpoint", "--json"],
+    "demo (transformer default)": ["-m", "demos.checkpoint", "--model", "transformer", "--json"],
+    "estimate gpt2-small": ["-m", "demos.estimate", "--preset", "gpt2-small", "--json"],
+}
 
-def run(args: list[str]) -> tuple[dict[str, Any], float]:
+
+def run_once(args: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS bytes of one child process."""
     start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "demos.checkpoint", *args, "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(proc.stdout), time.perf_counter() - start
+    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        assert proc.stderr is not None
+        raise SystemExit(f"{' '.join(args)} failed: {proc.stderr.read().decode()[-500:]}")
+    return wall, int(usage.ru_maxrss) * 1024
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--chart-dir", default=str(ROOT / "bench" / "out"))
-    out_dir = Path(parser.parse_args().chart_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-
-    report, process_s = run([])
-    print(
-        f"default run: {report['model']}, {report['layers']} layers, {report['tokens']} tokens "
-        f"x width {report['width']}, {report['dtype']}, {report['device']}, "
-        f"torch {report['torch']}, {report['threads']} threads"
-    )
-    print(f"whole process wall time: {process_s:.2f} s (in-process {report['wall_s']:.2f} s)")
-    base = report["results"][0]
-    print(
-        f"{'strategy':<10}{'peak B':>12}{'check B':>12}{'meters':>9}{'vs none':>9}"
-        f"{'saved B':>12}{'step ms':>9}{'vs none':>9}  grads"
-    )
-    for r in report["results"]:
-        agree = abs(r["peak_bytes"] - r["peak_check_bytes"]) / r["peak_check_bytes"] * 100
-        print(
-            f"{r['strategy']:<10}{r['peak_bytes']:>12,}{r['peak_check_bytes']:>12,}"
-            f"{agree:>8.2f}%{r['peak_bytes'] / base['peak_bytes']:>9.3f}"
-            f"{r['saved_bytes']:>12,}{r['step_ms']:>9.1f}{r['step_ms'] / base['step_ms']:>9.2f}"
-            f"  {'identical' if r['grads_identical'] else 'DIFFER'}"
-        )
-    print(report["theory"]["text"])
-
-    chart, _ = run(["--repeat", "3", "--chart", str(out_dir / "checkpoint.png")])
-    print(f"chart: {chart['chart']}")
-
-    sweep, sweep_s = run(["--sweep", "4,16,64,256", "--repeat", "1", "--chart", str(out_dir / "sweep.png")])
-    print(f"chain sweep (width {sweep['width']}, {sweep['tokens']} tokens), {sweep_s:.1f} s:")
-    rows = {(r["layers"], r["strategy"]): r for r in sweep["results"]}
-    for n in sweep["sweep"]:
-        none, sq = rows[(n, "none")], rows[(n, "sqrt")]
-        print(
-            f"  N={n:<4} none {none['peak_bytes'] / MIB:8.1f} MiB  sqrt "
-            f"{sq['peak_bytes'] / MIB:7.1f} MiB  none/sqrt {none['peak_bytes'] / sq['peak_bytes']:5.2f}x"
-            f"  time sqrt/none {sq['step_ms'] / none['step_ms']:.2f}x"
-        )
-    print(f"chart: {sweep['chart']}")
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--charts", default=None)
+    opts = parser.parse_args()
+    load = os.getloadavg()[0]
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.2f} at start")
+    best: dict[str, tuple[float, int]] = {}
+    for name, args in COMMANDS.items():
+        runs = [run_once(args) for _ in range(opts.runs)]
+        best[name] = (min(w for w, _ in runs), max(r for _, r in runs))
+    base = best["import torch"][0]
+    print(f"{'command':<28}{'best s':>8}{'x import':>10}{'peak RSS MiB':>14}")
+    for name, (wall, rss) in best.items():
+        print(f"{name:<28}{wall:>8.2f}{wall / base:>10.2f}{rss / MIB:>14.0f}")
+    demo, demo_rss = best["demo (blocks default)"]
+    estimate = best["estimate gpt2-small"][0]
+    transformer = best["demo (transformer default)"][0]
+    print("targets:")
+    print(f"  default demo <= 2.8x import: {demo / base:.2f}x {'met' if demo / base <= 2.8 else 'NOT met'}")
+    print(f"  default demo < 600 MiB RSS: {demo_rss / MIB:.0f} MiB {'met' if demo_rss < 600 * MIB else 'NOT met'}")
+    print(f"  estimate <= 1.6x import: {estimate / base:.2f}x {'met' if estimate / base <= 1.6 else 'NOT met'}")
+    ratio = transformer / demo
+    print(f"  transformer default < 2x blocks default: {ratio:.2f}x {'met' if ratio < 2 else 'NOT met'}")
+    print(f"load average {os.getloadavg()[0]:.2f} at the end (other work on the machine slows every row)")
+    if opts.charts:
+        out = Path(opts.charts)
+        out.mkdir(parents=True, exist_ok=True)
+        command = [
+            "-m",
+            "demos.checkpoint",
+            "--model",
+            "transformer",
+            "--strategies",
+            "none,block,sqrt,selective,selective-attn,budget",
+            "--chart",
+            str(out / "transformer.png"),
+        ]
+        print("charts: python " + " ".join(command))
+        subprocess.run([sys.executable, *command], cwd=ROOT, check=True)
     return 0
 
 

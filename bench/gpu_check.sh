@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Check the demo's GPU path on a real NVIDIA GPU, in one go (well inside 10 minutes).
+# Check the demo's GPU path on a real NVIDIA GPU, in one go (the caps below add up to 10 minutes).
 # Run from anywhere; uses the repo root. Needs only python with torch (matplotlib optional).
 # Writes JSON and charts under $OUT if set, else ./gpu-out; prints a short table last.
 set -uo pipefail
@@ -17,25 +17,42 @@ nvidia-smi || echo "nvidia-smi not found"
 "$PY" -c 'import matplotlib' 2>/dev/null && CHART=1 || { CHART=0; echo "matplotlib missing: no charts"; }
 chart() { [ "$CHART" = 1 ] && echo "--chart $DEST/$1"; }
 
-echo "== demo, default size, every strategy"
-timeout 150 "$PY" -m demos.checkpoint --device cuda --strategies none,block,sqrt,selective,offload \
+echo "== demo, default size (blocks), every strategy"
+timeout 80 "$PY" -m demos.checkpoint --device cuda --strategies none,block,sqrt,selective,offload \
   --repeat 5 --json $(chart default.png) > "$DEST/default.json" || status=1
 
-echo "== demo, GPT-2-small-sized stack: 12 blocks, width 768, batch 8 x 1024 = 8192 tokens"
-timeout 200 "$PY" -m demos.checkpoint --device cuda --layers 12 --width 768 --tokens 8192 \
-  --strategies none,block,sqrt,selective,offload --repeat 5 --json $(chart gpt2-stack.png) \
-  > "$DEST/gpt2-stack.json" || status=1
+echo "== transformer, default size, every strategy and the budget sweep (inductor)"
+timeout 100 "$PY" -m demos.checkpoint --device cuda --model transformer \
+  --strategies none,block,sqrt,selective,selective-attn,offload,budget --budgets 1.0,0.5,0.2,0.0 \
+  --repeat 5 --time-budget 300 --json $(chart transformer.png) > "$DEST/transformer.json" || status=1
+
+echo "== transformer, GPT-2-small size: 12 layers, width 768, 12 heads, batch 8 x 1024 tokens"
+timeout 180 "$PY" -m demos.checkpoint --device cuda --model transformer --layers 12 --width 768 --heads 12 \
+  --batch 8 --tokens 1024 --strategies none,block,selective,selective-attn,offload,budget \
+  --budgets 1.0,0.5,0.2,0.0 --repeat 3 --time-budget 500 --json $(chart gpt2-transformer.png) \
+  > "$DEST/gpt2-transformer.json" || status=1
 
 echo "== demo, chain sweep"
-timeout 100 "$PY" -m demos.checkpoint --device cuda --sweep 4,16,64,256 --repeat 3 --json \
+timeout 40 "$PY" -m demos.checkpoint --device cuda --sweep 4,16,64,256 --repeat 3 --json \
   $(chart sweep.png) > "$DEST/sweep.json" || status=1
 
-echo "== estimate, gpt2-small batch 8 x 1024 (fake tensors)"
-timeout 100 "$PY" -m demos.estimate --preset gpt2-small --batch 8 --seq 1024 --gpu-gib 139 --json \
+echo "== estimate, gpt2-small batch 8 x 1024 (fake tensors, CUDA kernels)"
+timeout 40 "$PY" -m demos.estimate --preset gpt2-small --batch 8 --seq 1024 --gpu-gib 139 --json \
   > "$DEST/estimate-gpt2-small.json" || status=1
 
+if "$PY" -c 'import transformers' 2>/dev/null; then
+  echo "== hf-gpt2 at the Mosaic tutorial's settings (batch 4 x 512): estimate, then measured step"
+  timeout 40 "$PY" -m demos.estimate --preset hf-gpt2 --batch 4 --seq 512 --gpu-gib 139 --json \
+    > "$DEST/estimate-hf-gpt2.json" || status=1
+  timeout 60 "$PY" -m demos.checkpoint --device cuda --model hf-gpt2 --layers 12 --width 768 --heads 12 \
+    --batch 4 --tokens 512 --strategies none,block --repeat 3 --time-budget 300 --json \
+    > "$DEST/hf-gpt2.json" || status=1
+else
+  echo "== transformers not installed here: hf-gpt2 skipped"
+fi
+
 echo "== pytest -m gpu"
-timeout 120 "$PY" -m pytest tests/demos -m gpu -q -p no:cacheprovider 2>&1 | tail -15 \
+timeout 60 "$PY" -m pytest tests/demos -m gpu -q -p no:cacheprovider 2>&1 | tail -15 \
   | tee "$DEST/pytest-gpu.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
@@ -44,27 +61,37 @@ echo "== table (estimate = fake-tensor trace of the same stack; peak = max_memor
 import json, sys, pathlib
 dest = pathlib.Path(sys.argv[1])
 M = 1024 ** 2
-for name in ("default", "gpt2-stack", "sweep"):
+for name in ("default", "transformer", "gpt2-transformer", "sweep", "hf-gpt2"):
     path = dest / f"{name}.json"
     if not path.exists() or not path.read_text().strip():
         print(f"{name}: no result"); continue
     r = json.loads(path.read_text())
-    print(f"{name}: {r['model']} {r['layers']} layers, {r['tokens']} tokens x {r['width']}, "
+    shape = f"batch {r.get('batch', 1)} x {r['tokens']} tokens" if r.get("heads") else f"{r['tokens']} tokens"
+    print(f"{name}: {r['model']} {r['layers']} layers, {shape} x {r['width']}, "
           f"{r['dtype']}, {r['device']}, torch {r['torch']}, {r['wall_s']} s")
     base = {x.get("layers"): x for x in r["results"] if x["strategy"] == "none"}
-    print(f"  {'strategy':<10}{'N':>5}{'peak MiB':>10}{'meter MiB':>10}{'est MiB':>9}"
-          f"{'reserved':>10}{'vs none':>8}{'ms':>9}  grads")
+    print(f"  {'strategy':<15}{'N':>4}{'peak MiB':>10}{'timeline':>10}{'meter':>9}{'est MiB':>9}{'err':>8}"
+          f"{'reserved':>10}{'vs none':>8}{'ms':>8}  grads")
     for x in r["results"]:
         b = base[x.get("layers")]
-        est = x.get("estimate_bytes")
-        print(f"  {x['strategy']:<10}{x.get('layers') or r['layers']:>5}{x['peak_bytes']/M:>10.1f}"
-              f"{x['peak_check_bytes']/M:>10.1f}{(est or 0)/M:>9.1f}{(x['reserved_bytes'] or 0)/M:>10.1f}"
-              f"{x['peak_bytes']/b['peak_bytes']:>8.2f}{x['step_ms']:>9.1f}  "
-              f"{'identical' if x['grads_identical'] else 'DIFFER'}")
-e = dest / "estimate-gpt2-small.json"
-if e.exists() and e.read_text().strip():
-    j = json.loads(e.read_text())
-    print(f"estimate gpt2-small 8x1024: {j['without']['total_bytes']/2**30:.2f} GiB without, "
-          f"{j['with_checkpointing']['total_bytes']/2**30:.2f} GiB with checkpointing; {j['verdict']}")
+        est, err = x.get("estimate_bytes"), x.get("estimate_error_pct")
+        line = x.get("timeline") or {}
+        top = max(line.get("live_bytes") or [0])
+        grads = "identical" if x["grads_identical"] else f"diff {x.get('grad_max_diff', 0):.1e}"
+        print(f"  {x.get('label') or x['strategy']:<15}{x.get('layers') or r['layers']:>4}{x['peak_bytes']/M:>10.1f}"
+              f"{top/M:>10.1f}{(x['peak_check_bytes'] or 0)/M:>9.1f}{(est or 0)/M:>9.1f}"
+              f"{'' if err is None else f'{err:+.1f}%':>8}{(x['reserved_bytes'] or 0)/M:>10.1f}"
+              f"{x['peak_bytes']/b['peak_bytes']:>8.2f}{x['step_ms']:>8.1f}  {grads}")
+for name in ("estimate-gpt2-small", "estimate-hf-gpt2"):
+    e = dest / f"{name}.json"
+    if e.exists() and e.read_text().strip():
+        j = json.loads(e.read_text())
+        print(f"{name} {j['batch']}x{j['seq']} ({j.get('kernels')} kernels): "
+              f"{j['without']['total_bytes']/2**30:.2f} GiB without, "
+              f"{j['with_checkpointing']['total_bytes']/2**30:.2f} GiB with checkpointing; {j['verdict']}")
+        if j.get("reference"):
+            ref = j["reference"]
+            print(f"  optimizer state + step peak: {ref['estimate_without_gib']} / {ref['estimate_with_gib']} GiB; "
+                  f"{ref['source']}: {ref['without_gib']} / {ref['with_gib']} GiB")
 PYEOF
 exit $status
