@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from demos.checkpoint import DemoReport, StrategyResult
+    from demos.report import DemoReport, StrategyResult
 
 MIB = 1024**2
 COLOURS = {

@@ -40,7 +40,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import torch
@@ -52,12 +52,12 @@ from demos.memory import (
     BACKWARD_RANGE,
     AllocationTrace,
     LiveTensorMeter,
-    Timeline,
     backward,
     cuda_step_memory,
     profiler_allocations,
 )
 from demos.models import MODEL_KINDS, TOKEN_MODELS, DemoNet, build_net, demo_input, parameter_bytes, segments_for
+from demos.report import DemoReport, StrategyResult, Theory
 from demos.strategies import CUDA_ONLY, STRATEGIES, MatmulSavePolicy, make_forward, policy_for
 from demos.traced import TracedStep
 
@@ -108,80 +108,6 @@ class DemoConfig:
     batch: int = 1
     budgets: tuple[float, ...] = DEFAULT_BUDGETS
     check: bool = False
-
-
-@dataclass(frozen=True)
-class StrategyResult:
-    strategy: str
-    peak_bytes: int
-    peak_check_bytes: int | None
-    saved_bytes: int
-    step_ms: float
-    grads_identical: bool
-    estimate_bytes: int | None = None
-    reserved_bytes: int | None = None
-    layers: int | None = None
-    label: str = ""
-    budget: float | None = None
-    grad_max_diff: float = 0.0
-    estimate_error_pct: float | None = None
-    meter: str = ""
-    timeline: Timeline | None = None
-
-
-@dataclass(frozen=True)
-class Theory:
-    """What O(N) and O(sqrt N) predict, from a per-layer activation size a and input b."""
-
-    per_layer_bytes: int
-    layer_input_bytes: int
-    segments: int
-    predicted: dict[str, int]
-    text: str
-
-
-@dataclass(frozen=True)
-class DemoReport:
-    device: str
-    torch: str
-    model: str
-    layers: int
-    tokens: int
-    width: int
-    dtype: str
-    threads: int
-    params_bytes: int
-    input_bytes: int
-    results: list[StrategyResult]
-    theory: Theory | None
-    wall_s: float
-    sweep: list[int] = field(default_factory=list)
-    chart: str | None = None
-    meters: dict[str, str] = field(default_factory=dict)
-    heads: int = 0
-    batch: int = 1
-    charts: dict[str, str] = field(default_factory=dict)
-    estimate_kernels: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        if not self.sweep:
-            del out["sweep"]
-        if self.chart is None:
-            del out["chart"]
-        if not self.charts:
-            del out["charts"]
-        return out
-
-    def result(self, strategy: str, layers: int | None = None, budget: float | None = None) -> StrategyResult:
-        for r in self.results:
-            if (
-                r.strategy == strategy
-                and (layers is None or r.layers == layers)
-                and (budget is None or r.budget == budget)
-            ):
-                return r
-        raise KeyError(strategy)
 
 
 # -- parsing -------------------------------------------------------------------------

@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from demos.chart import png_text
-from demos.checkpoint import DemoConfig, DemoReport, main, run_demo
+from demos.checkpoint import DemoConfig, main, run_demo
 from demos.estimate import trace_demo_step
 from demos.memory import LiveTensorMeter, profiler_allocations
 from demos.models import build_model
+from demos.report import DemoReport
 from demos.strategies import SAVED_OPS, MatmulSavePolicy, loss_of, make_forward
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from demos.chart import png_text, write_charts
-from demos.checkpoint import DemoConfig, DemoReport, run_demo
+from demos.checkpoint import DemoConfig, run_demo
 from demos.memory import RECOMPUTE
+from demos.report import DemoReport
 
 STRATEGIES = ("none", "block", "sqrt", "selective", "selective-attn", "budget")
 BUDGETS = (1.0, 0.5, 0.2, 0.0)

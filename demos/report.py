@@ -1,0 +1,83 @@
+"""What one demo run measured: a result per strategy, the theory's prediction, the report
+(its JSON is what the bot reads). Plain values, shared by the run and its charts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from demos.memory import Timeline
+
+
+@dataclass(frozen=True)
+class StrategyResult:
+    strategy: str
+    peak_bytes: int
+    peak_check_bytes: int | None
+    saved_bytes: int
+    step_ms: float
+    grads_identical: bool
+    estimate_bytes: int | None = None
+    reserved_bytes: int | None = None
+    layers: int | None = None
+    label: str = ""
+    budget: float | None = None
+    grad_max_diff: float = 0.0
+    estimate_error_pct: float | None = None
+    meter: str = ""
+    timeline: Timeline | None = None
+
+
+@dataclass(frozen=True)
+class Theory:
+    """What O(N) and O(sqrt N) predict, from a per-layer activation size a and input b."""
+
+    per_layer_bytes: int
+    layer_input_bytes: int
+    segments: int
+    predicted: dict[str, int]
+    text: str
+
+
+@dataclass(frozen=True)
+class DemoReport:
+    device: str
+    torch: str
+    model: str
+    layers: int
+    tokens: int
+    width: int
+    dtype: str
+    threads: int
+    params_bytes: int
+    input_bytes: int
+    results: list[StrategyResult]
+    theory: Theory | None
+    wall_s: float
+    sweep: list[int] = field(default_factory=list)
+    chart: str | None = None
+    meters: dict[str, str] = field(default_factory=dict)
+    heads: int = 0
+    batch: int = 1
+    charts: dict[str, str] = field(default_factory=dict)
+    estimate_kernels: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        if not self.sweep:
+            del out["sweep"]
+        if self.chart is None:
+            del out["chart"]
+        if not self.charts:
+            del out["charts"]
+        return out
+
+    def result(self, strategy: str, layers: int | None = None, budget: float | None = None) -> StrategyResult:
+        for r in self.results:
+            if (
+                r.strategy == strategy
+                and (layers is None or r.layers == layers)
+                and (budget is None or r.budget == budget)
+            ):
+                return r
+        raise KeyError(strategy)
