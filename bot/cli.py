@@ -571,7 +571,7 @@ def _demo_with_progress(module: str, args: tuple[str, ...]) -> int:
 
     from bot.core import wording
     from bot.core.demo_result import result_card
-    from bot.demo_process import DemoFailure, run_demo_process, save_chart
+    from bot.demo_process import DemoFailure, run_demo_process, save_charts
 
     settings = Settings()
     progress = Progress(
@@ -604,8 +604,9 @@ def _demo_with_progress(module: str, args: tuple[str, ...]) -> int:
     except DemoFailure as failure:
         typer.echo(failure.sentence, err=True)
         return 2
-    chart = save_chart(settings.demo_out_dir, f"checkpoint-{time.strftime('%Y%m%d-%H%M%S')}", outcome.chart)
-    card = result_card(module, outcome.result, chart, time.perf_counter() - started)
+    saved = save_charts(settings.demo_out_dir, f"checkpoint-{time.strftime('%Y%m%d-%H%M%S')}", outcome)
+    main = next(iter(saved.values()), None)
+    card = result_card(module, {**outcome.result, "charts": saved}, main, time.perf_counter() - started)
     for line in wording.demo_lines(card):
         typer.echo(line)
     return 0

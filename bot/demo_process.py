@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import ROOT
+from bot.core.demo_result import CHART_ORDER
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +41,39 @@ class DemoFailure(Exception):
 
 @dataclass(frozen=True)
 class DemoOutcome:
+    """A finished demo: its JSON result, the main chart's PNG bytes (the timeline), and every
+    chart it drew as (kind, PNG bytes), the main one first."""
+
     result: dict[str, Any]
     chart: bytes | None
     events: tuple[Event, ...] = ()
+    charts: tuple[tuple[str, bytes], ...] = ()
+
+    def pictures(self) -> tuple[tuple[str, bytes], ...]:
+        """Every chart, the main one first (an outcome from an older worker has only `chart`)."""
+        if self.charts:
+            return self.charts
+        return (("chart", self.chart),) if self.chart else ()
+
+
+def chart_kinds(kinds: list[str]) -> list[str]:
+    """`kinds` in the order CHART_ORDER shows them."""
+    rank = {kind: i for i, kind in enumerate(CHART_ORDER)}
+    return sorted(kinds, key=lambda kind: rank.get(kind, len(rank)))
+
+
+def read_charts(result: dict[str, Any], main: Path) -> tuple[tuple[str, bytes], ...]:
+    """The PNGs a demo wrote (its result's `charts`: kind -> path), read before its folder goes."""
+    written = result.get("charts")
+    paths: dict[str, str] = (
+        {str(k): str(v) for k, v in written.items()} if isinstance(written, dict) else {"timeline": str(main)}
+    )
+    out = []
+    for kind in chart_kinds(list(paths)):
+        path = Path(paths[kind])
+        if path.is_file():
+            out.append((kind, path.read_bytes()))
+    return tuple(out)
 
 
 def _reason(stderr: str, code: int) -> str:
@@ -124,10 +155,11 @@ def run_demo_process(
             raise DemoFailure(f"The demo refused or failed: {_reason(text, code)}")
         if not isinstance(result, dict):
             raise DemoFailure("The demo finished but printed no readable result.")
-        picture = chart.read_bytes() if chart.exists() else None
+        pictures = read_charts(result, chart)
         # the child process's whole life, interpreter and torch import included
         result["process_s"] = round(time.perf_counter() - launched, 3)
-        return DemoOutcome(result=result, chart=picture, events=tuple(events))
+        main = pictures[0][1] if pictures else None
+        return DemoOutcome(result=result, chart=main, events=tuple(events), charts=pictures)
 
 
 def save_chart(out_dir: Path, name: str, chart: bytes | None) -> str | None:
@@ -138,6 +170,17 @@ def save_chart(out_dir: Path, name: str, chart: bytes | None) -> str | None:
     path = (out_dir / f"{name}.png").resolve()
     path.write_bytes(chart)
     return str(path)
+
+
+def save_charts(out_dir: Path, name: str, outcome: DemoOutcome) -> dict[str, str]:
+    """Write every chart of an outcome: the main one as `out_dir/name.png`, the others beside it
+    as `name-<kind>.png`; kind -> absolute path, the main one first."""
+    saved: dict[str, str] = {}
+    for index, (kind, picture) in enumerate(outcome.pictures()):
+        path = save_chart(out_dir, name if index == 0 else f"{name}-{kind}", picture)
+        if path is not None:
+            saved[kind] = path
+    return saved
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:

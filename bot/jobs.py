@@ -38,7 +38,7 @@ from bot.core.records import DemoJobRecord
 from bot.core.values import DemoProgressCard
 from bot.core.wording import BUG
 from bot.delivery import wake_or_timeout
-from bot.demo_process import DemoFailure, DemoOutcome, Event, run_demo_process, save_chart
+from bot.demo_process import DemoFailure, DemoOutcome, Event, run_demo_process, save_charts
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,12 @@ class CeleryBackend:
             seen = max(seen, len(events))
             if state == "SUCCESS" and isinstance(info, dict):
                 chart = base64.b64decode(info["chart"]) if info.get("chart") else None
-                return DemoOutcome(result=info["result"], chart=chart, events=tuple(events))
+                charts = tuple(
+                    (str(pair[0]), base64.b64decode(pair[1]))
+                    for pair in info.get("charts") or []
+                    if isinstance(pair, list) and len(pair) == 2
+                )
+                return DemoOutcome(result=info["result"], chart=chart, events=tuple(events), charts=charts)
             if state == "FAILURE":
                 raise DemoFailure(_celery_reason(info))
             if time.monotonic() > deadline:
@@ -273,9 +278,12 @@ class DemoJobRunner:
             incident = report_incident(f"demo {job.id}")
             await asyncio.to_thread(self.engine.demo_failed, job.id, BUG.format(incident=incident))
         else:
-            chart_path = save_chart(self.out_dir, f"demo-{job.id}", outcome.chart)
+            saved = save_charts(self.out_dir, f"demo-{job.id}", outcome)
             result = dict(outcome.result)
+            result["charts"] = saved  # where this machine keeps them, the main one (the timeline) first
+            result.pop("chart", None)
             result.setdefault("wall_s", round(time.perf_counter() - started, 3))
+            chart_path = next(iter(saved.values()), None)
             await asyncio.to_thread(self.engine.demo_finished, job.id, result, chart_path)
         self._finished()
 

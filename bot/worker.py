@@ -53,6 +53,8 @@ def make_app(redis_url: str, timeout_s: float = 120.0) -> Celery:
         except SoftTimeLimitExceeded:
             raise RuntimeError(f"The demo hit the worker's time limit of {timeout_s:g} s and was stopped.") from None
         chart = base64.b64encode(outcome.chart).decode() if outcome.chart else None
-        return {"events": events, "result": outcome.result, "chart": chart}
+        # every chart, the main one first: [kind, base64 PNG] pairs (JSON keeps a list's order)
+        charts = [[kind, base64.b64encode(picture).decode()] for kind, picture in outcome.pictures()]
+        return {"events": events, "result": outcome.result, "chart": chart, "charts": charts}
 
     return app

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from bot.core.errors import BankError
+from bot.core.demo_request import parse_question_demo, question_demo_text
+from bot.core.errors import BankError, InvalidInput
 
 TOPICS: tuple[str, ...] = (
     "fundamentals",
@@ -212,6 +213,11 @@ def _question(node: yaml.Node, topic: str, root: Path | None, out: _Collector) -
         if key in entries:
             raw = _text(entries[key][1], key, out)
             optional[key] = " ".join(raw.split()) if raw else None
+    if optional["demo"] is not None:
+        problem = demo_problem(optional["demo"])
+        if problem:
+            out.add(entries["demo"][1], problem)
+        optional["demo"] = question_demo_text(optional["demo"])
     refs: list[str] = []
     if "refs" in entries:
         rnode = entries["refs"][1]
@@ -318,6 +324,17 @@ def _length_giveaway(lengths: list[tuple[int, bool, yaml.Node]], out: _Collector
             f"the correct choice is {right[0]} characters, {right[0] / mean:.2f}x the distractors' mean of "
             f"{mean:.0f}; the limit is {MAX_CORRECT_LENGTH_RATIO}x (its length gives it away)",
         )
+
+
+def demo_problem(field: str) -> str | None:
+    """Why a question's `demo:` field cannot be offered under its reveal, or None: it is read
+    as chat's `/demo` request (`layers=4 ...` means `/demo checkpoint layers=4 ...`) and must
+    run in seconds on any worker."""
+    try:
+        parse_question_demo(field)
+    except InvalidInput as exc:
+        return f"demo '{field[:80]}': {exc.message}"
+    return None
 
 
 def check_problem(check: str, root: Path | None) -> str | None:

@@ -9,13 +9,14 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
-from bot.core.demo_request import parse_demo
+from bot.core import wording
+from bot.core.demo_request import parse_demo, parse_question_demo
 from bot.core.demo_result import progress_card
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput
 from bot.core.records import DemoJobRecord
 from bot.core.text import clean_name
-from bot.core.values import ChannelRef, DemoProgressCard, DemoQueued, UserRef
+from bot.core.values import ChannelRef, DemoProgressCard, DemoQueued, DemoRequest, UserRef
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,25 @@ class DemoJobsMixin(EngineBase):
     def request_demo(self, user: UserRef, channel: ChannelRef, text: str) -> DemoQueued:
         """Validate a `/demo ...` request and queue it. Refused, with a sentence: a member
         within their cooldown, a community whose queue is full."""
-        request = parse_demo(text)
+        return self._queue_demo(user, channel, parse_demo(text))
+
+    def request_question_demo(self, user: UserRef, channel: ChannelRef, round_id: int) -> DemoQueued:
+        """ "See it run" under a reveal: queue the round's question's own demo for the member who
+        clicked, under the same cooldown and queue rules as /demo. A round of another community
+        (or none) reads as a stale button; a round still open keeps its demo until the reveal."""
+        with self.store.read() as tx:
+            found = tx.answer_context(round_id, user.user_id, user.platform, user.community_id, self._forget_key(user))
+            if found is None:  # no such round in this community
+                raise InvalidInput(wording.STALE_BUTTON)
+            row = found.round
+            question = self._find(row.question_id, tx)
+        if question is None or not question.demo:
+            raise InvalidInput(wording.NO_QUESTION_DEMO)
+        if row.kind == "daily" and row.closed_at is None:
+            raise InvalidInput(wording.QUESTION_DEMO_NOT_REVEALED)
+        return self._queue_demo(user, channel, parse_question_demo(question.demo))
+
+    def _queue_demo(self, user: UserRef, channel: ChannelRef, request: DemoRequest) -> DemoQueued:
         now = self.now()
         name = clean_name(user.display_name)
         with self.store.write() as tx:

@@ -7,11 +7,15 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from bot.core import wording
 from bot.core.records import DemoJobRecord
-from bot.core.values import ChannelRef, DemoFailedCard, DemoProgressCard, DemoResultCard
+from bot.core.values import ChannelRef, DemoChart, DemoFailedCard, DemoProgressCard, DemoResultCard
 
 MIB = 2**20
 GIB = 2**30
+# The order a result's charts are shown in: the memory timeline first (or a sweep's chart),
+# the budget curve when budget ran, the peaks per strategy; any other after.
+CHART_ORDER = ("timeline", "sweep", "budget", "memory")
 ESTIMATE_PARTS = ("parameters", "gradients", "optimizer_state", "activations", "temporaries", "total")
 
 
@@ -25,28 +29,54 @@ def result_card(module: str, data: dict[str, Any], chart: str | None, wall_s: fl
     )
 
 
-CHECKPOINT_HEADER = ("strategy", "peak MiB", "vs none", "saved MiB", "step ms", "grads")
+CHECKPOINT_HEADER = ("strategy", "peak MiB", "est MiB", "est err", "vs none", "saved MiB", "step ms", "grads")
+
+
+def _grads(row: dict[str, Any]) -> str:
+    if row.get("grads_identical"):
+        return "identical"
+    diff = row.get("grad_max_diff")
+    return f"max diff {diff:.1e}" if isinstance(diff, int | float) and diff else "DIFFER"
 
 
 def checkpoint_rows(results: list[dict[str, Any]]) -> tuple[tuple[str, ...], ...]:
-    """One table row per measured strategy, its peak beside the `none` baseline's."""
+    """One table row per measured strategy (a budget run by its label, "budget 0.5"): its peak
+    beside the fake-tensor estimate of the same step and that estimate's error, and beside the
+    `none` baseline's peak."""
     rows = []
     baseline = next((r for r in results if r.get("strategy") == "none"), None)
     for row in results:
         share = ""
         if baseline and baseline.get("peak_bytes"):
             share = f"{row['peak_bytes'] / baseline['peak_bytes']:.2f}x"
+        estimate, error = row.get("estimate_bytes"), row.get("estimate_error_pct")
         rows.append(
             (
-                str(row["strategy"]),
+                str(row.get("label") or row["strategy"]),
                 f"{row['peak_bytes'] / MIB:.2f}",
+                f"{estimate / MIB:.2f}" if isinstance(estimate, int | float) else "-",
+                f"{error:+.1f}%" if isinstance(error, int | float) else "-",
                 share,
                 f"{row['saved_bytes'] / MIB:.2f}",
                 f"{row['step_ms']:.1f}",
-                "identical" if row.get("grads_identical") else "DIFFER",
+                _grads(row),
             )
         )
     return tuple(rows)
+
+
+def chart_files(data: dict[str, Any], chart: str | None) -> tuple[DemoChart, ...]:
+    """Every chart a result lists (`charts`: kind -> path), the timeline first; `chart` alone
+    when it lists none."""
+    listed = data.get("charts")
+    if isinstance(listed, dict) and listed:
+        rank = {kind: i for i, kind in enumerate(CHART_ORDER)}
+        kinds = sorted((str(k) for k in listed), key=lambda k: rank.get(k, len(rank)))
+        out = tuple(DemoChart(kind, str(listed[kind])) for kind in kinds)
+        if chart and all(c.path != chart for c in out):
+            out = (DemoChart("chart", chart), *out)
+        return out
+    return (DemoChart("chart", chart),) if chart else ()
 
 
 def _checkpoint(data: dict[str, Any], chart: str | None, wall_s: float) -> DemoResultCard:
@@ -55,16 +85,24 @@ def _checkpoint(data: dict[str, Any], chart: str | None, wall_s: float) -> DemoR
     notes = []
     if theory:
         notes.append(str(theory.get("text", "")) if isinstance(theory, dict) else str(theory))
+    kernels = data.get("estimate_kernels")
+    if kernels and any(r.get("estimate_bytes") is not None for r in data["results"]):
+        notes.append(wording.demo_estimate_note(str(kernels)))
+    if any(r.get("strategy") == "budget" for r in data["results"]):
+        notes.append(wording.DEMO_BUDGET_NOTE)
     notes.append(f"Ran in {wall_s:.1f} s.")
+    charts = chart_files(data, chart)
+    shape = wording.demo_shape(data)
     return DemoResultCard(
         module="demos.checkpoint",
-        title=f"Checkpoint demo on {data.get('device', '?')} (torch {data.get('torch', '?')}):",
+        title=f"Checkpoint demo on {data.get('device', '?')} (torch {data.get('torch', '?')}){shape}:",
         header=CHECKPOINT_HEADER,
         rows=rows,
         notes=tuple(n for n in notes if n),
-        chart=chart,
+        chart=charts[0].path if charts else None,
         wall_s=wall_s,
         data=data,
+        charts=charts,
     )
 
 
@@ -86,7 +124,7 @@ def _estimate(data: dict[str, Any], wall_s: float) -> DemoResultCard:
         ),
         header=("", "without GiB", "with GiB"),
         rows=rows,
-        notes=(str(data.get("verdict", "")),) if data.get("verdict") else (),
+        notes=tuple(wording.estimate_notes(data)),
         chart=None,
         wall_s=wall_s,
         data=data,

@@ -388,4 +388,5 @@ class RoundsMixin(EngineBase):
             answered=sum(counts.values()),
             question_ref=question_ref,
             author=self._author(tx, question.id),
+            demo=question.demo,
         )

@@ -107,6 +107,7 @@ class RevealCard:
     answered: int
     question_ref: str | None = None  # the platform's reference of the question's post, once known
     author: str | None = None  # a member's question: who wrote it
+    demo: str | None = None  # the question's `/demo` request ("see it run" under the reveal), if it has one
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,15 @@ class DemoQueued:
 
 
 @dataclass(frozen=True)
+class DemoChart:
+    """One PNG chart of a demo's result: `kind` timeline, budget, memory or sweep; a file path
+    on the bot's machine."""
+
+    kind: str
+    path: str
+
+
+@dataclass(frozen=True)
 class DemoResultCard:
     """A demo's measured result as a table every platform lays out its own way."""
 
@@ -234,12 +244,19 @@ class DemoResultCard:
     header: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...]
-    chart: str | None  # a PNG file path on the bot's machine, when the demo drew one
+    chart: str | None  # the main PNG chart's path (the memory timeline), when the demo drew one
     wall_s: float
     data: dict[str, Any] = field(default_factory=dict, compare=False)
     job_id: int | None = None
     where: str | None = None  # device, memory, torch version, CPU threads
     message_ref: str | None = None  # the queued message to edit, when the adapter kept one
+    charts: tuple[DemoChart, ...] = ()  # every chart the run drew, the main one first
+
+    def pictures(self) -> tuple[DemoChart, ...]:
+        """Every chart, the memory timeline first (a card built with only `chart` has that one)."""
+        if self.charts:
+            return self.charts
+        return (DemoChart("chart", self.chart),) if self.chart else ()
 
 
 @dataclass(frozen=True)

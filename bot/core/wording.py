@@ -228,13 +228,140 @@ def table_lines(header: tuple[str, ...], rows: tuple[tuple[str, ...], ...]) -> l
 
 
 def demo_lines(card: DemoResultCard) -> list[str]:
-    """The demo's table as aligned text lines (title, header, rows, notes)."""
+    """The demo's table as aligned text lines (title, header, rows, notes), then every chart's
+    path, the memory timeline first."""
     lines = [card.title, *table_lines(card.header, card.rows), *card.notes]
     if card.where:
         lines.append(f"Ran on {card.where}.")
-    if card.chart:
-        lines.append(f"chart: {card.chart}")
+    lines.extend(chart_line(chart.path) for chart in card.pictures())
     return lines
+
+
+def demo_shape(data: dict[str, Any]) -> str:
+    """', transformer, 4 layers, batch 4 x 256 tokens, width 128, 4 heads' from a checkpoint result."""
+    model, layers = data.get("model"), data.get("layers")
+    if not model:
+        return ""
+    if data.get("heads"):
+        batch, tokens, width = data.get("batch", 1), data.get("tokens"), data.get("width")
+        size = f"batch {batch} x {tokens} tokens, width {width}, {data['heads']} heads"
+    else:
+        size = f"{data.get('tokens')} tokens x width {data.get('width')}"
+    return f", {model}, {layers} layers, {size}"
+
+
+def demo_estimate_note(kernels: str) -> str:
+    return (
+        f"est: the fake-tensor estimate of the same step (nothing allocated), attention traced as "
+        f"{kernels.upper()} kernels allocate; err: the estimate against the measured peak."
+    )
+
+
+DEMO_BUDGET_NOTE = (
+    "budget: torch.compile with an activation memory budget (not estimated: compiled code is traced "
+    "eagerly); compiled code may reorder float sums, so its gradients are compared by their largest difference."
+)
+
+
+def estimate_notes(data: dict[str, Any]) -> list[str]:
+    """The estimate's verdict, the kernels it assumed and a published figure to hold it to."""
+    notes = [str(data["verdict"])] if data.get("verdict") else []
+    if data.get("kernels"):
+        notes.append(f"Attention traced as {str(data['kernels']).upper()} kernels allocate.")
+    ref = data.get("reference")
+    if isinstance(ref, dict) and ref.get("source"):
+        notes.append(
+            f"{ref['source']}: {ref.get('without_gib')} and {ref.get('with_gib')} GiB (optimizer state plus "
+            f"step peak); this estimate: {ref.get('estimate_without_gib')} and {ref.get('estimate_with_gib')} GiB."
+        )
+    return notes
+
+
+CHART_PREFIX = "chart: "
+# Each chart's title where a platform names a file (Slack's upload, the web page).
+CHART_TITLES = {
+    "timeline": "Memory through one training step, every strategy on the same axes",
+    "budget": "The memory budget's trade-off: peak memory against step time",
+    "memory": "Peak memory and step time per strategy",
+    "sweep": "Peak memory against depth",
+    "chart": "Peak memory chart",
+}
+
+
+def chart_line(path: str) -> str:
+    return f"{CHART_PREFIX}{path}"
+
+
+def chart_title(kind: str) -> str:
+    return CHART_TITLES.get(kind, CHART_TITLES["chart"])
+
+
+# ------------------------------------------------------------- /demo requests
+
+DEMO_USAGE = "Say /demo checkpoint [key=value ...] or /demo estimate preset=gpt2-small."
+
+
+def demo_not_key_value(word: str) -> str:
+    return f"'{word}' is not key=value (for example layers=16)."
+
+
+def demo_twice(key: str) -> str:
+    return f"{key} is given twice; say it once."
+
+
+def demo_whole_number(key: str, low: int, high: int, value: str) -> str:
+    return f"{key} must be a whole number from {low} to {high}, not '{value}'."
+
+
+def demo_number(key: str, low: float, high: float, value: str) -> str:
+    return f"{key} must be a number from {low:g} to {high:g}, not '{value}'."
+
+
+def demo_one_of(key: str, options: Iterable[str], value: str) -> str:
+    return f"{key} must be one of {', '.join(options)}, not '{value}'."
+
+
+def demo_unknown_strategy(name: str, strategies: Iterable[str]) -> str:
+    return f"Unknown strategy '{name}'; choose from {', '.join(strategies)}."
+
+
+def demo_budgets(value: str, most: int) -> str:
+    return f"budgets are up to {most} numbers from 0 to 1, comma-separated (budgets=1,0.5,0), not '{value}'."
+
+
+def demo_unknown_setting(key: str, known: Iterable[str]) -> str:
+    return f"Unknown demo setting '{key}'; use {', '.join(known)}."
+
+
+def demo_heads_divide(width: int, heads: int, model: str) -> str:
+    return f"width ({width}) must be a multiple of heads ({heads}) for the {model} model."
+
+
+def demo_hf_strategies(strategy: str, allowed: Iterable[str]) -> str:
+    return f"The hf-gpt2 model runs {', '.join(allowed)}; {strategy} needs a plain layer stack."
+
+
+QUESTION_DEMO_CUDA = "a question's demo must run on any worker: no device=cuda and no offload (CUDA only)."
+QUESTION_DEMO_HF = "a question's demo must run on any worker: hf-gpt2 needs the transformers package."
+
+
+def question_demo_too_slow(seconds: float, limit: float) -> str:
+    return (
+        f"a question's demo must run in seconds; this one's cost is about {seconds:,.0f} s by the demo's "
+        f"CPU cost model, over {limit:g} s (fewer layers, tokens, strategies or repeats)."
+    )
+
+
+# ------------------------------------------------------- "see it run" (a reveal's demo)
+
+SEE_IT_RUN = "See it run"
+NO_QUESTION_DEMO = "This question has no demo to run."
+QUESTION_DEMO_NOT_REVEALED = "This question's demo can be run once its answer is revealed."
+
+
+def see_it_run_hint(demo: str) -> str:
+    """Under a reveal: what the button queues (the console prints it as the command to type)."""
+    return f"See it run: /demo {demo}"
 
 
 # ------------------------------------------------- chat platforms (Slack, Discord)
@@ -266,7 +393,7 @@ PLATFORM_BUSY = "The chat service is busy right now, so this could not be shown;
 ANSWERS_CLOSED = "Answers are closed: the answer and every choice's why are in the thread."
 START_REVIEW = "Start a review"
 HOME_BOARD_TITLE = "This week"
-DEMO_CHART_TITLE = "Peak memory chart"
+DEMO_CHART_TITLE = "Peak memory chart"  # a chart of unknown kind (see CHART_TITLES)
 
 
 def help_lines(config_command: str = "/config") -> list[str]:
@@ -311,8 +438,12 @@ OPTIONS = {
     "tokens": "Tokens per batch (1-65536).",
     "width": "Hidden width (8-4096).",
     "repeat": "Timed runs per strategy (1-20).",
-    "strategies": "Comma-separated: none, block, sqrt, selective, offload.",
-    "model": "blocks (transformer-like) or chain.",
+    "strategies": "Comma-separated: none, block, sqrt, selective, selective-attn, offload, budget.",
+    "model": "blocks, chain, transformer (GPT-style) or hf-gpt2 (Hugging Face's GPT-2).",
+    "heads": "Attention heads of the transformer models (1-64; divides the width).",
+    "demo_batch": "Sequences per batch for the transformer models (1-256).",
+    "budgets": "Memory budgets for the budget strategy, 0 to 1, comma-separated (default 1,0.5,0.2,0).",
+    "kernels": "Whose attention kernels the estimate traces: cuda (default) or cpu.",
     "preset": "A published model shape.",
     "batch": "Batch size (1-512).",
     "seq": "Sequence length (1-131072).",
