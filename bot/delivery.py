@@ -8,7 +8,9 @@ engine: the platform's message reference on success, a retry with backoff on a t
 failure (a 429 with its retry-after, a 5xx, a dropped connection), or giving up on a
 permanent one (an unknown channel, a missing permission) where admins see it. Two
 deliverers on one database never hold the same row at once, and a restart delivers what was
-left undelivered."""
+left undelivered. A post the platform took is recorded even when the database is away for
+seconds (the record is retried well within the row's lease), since an unrecorded post is sent
+again once its lease lapses."""
 
 from __future__ import annotations
 
@@ -16,17 +18,21 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 
 from bot.core.engine import StudyEngine
-from bot.core.errors import SendFailed
+from bot.core.errors import SendFailed, StoreUnavailable
 from bot.core.values import ChannelRef, Delivery, Posted
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[ChannelRef, Posted], "str | None"]
 AsyncSend = Callable[[ChannelRef, Posted], Awaitable["str | None"]]
+# Waits between tries to record a post the platform took (about 30 s in all, well inside the
+# outbox lease of 2 minutes, after which an unrecorded post would be sent a second time).
+RECORD_WAITS_S = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 
 
 async def wake_or_timeout(wake: asyncio.Event, timeout_s: float) -> None:
@@ -87,6 +93,15 @@ class Deliverer:
             "; gave up" if gave_up else "",
         )
 
+    @staticmethod
+    def _unrecorded(item: Delivery, wait: float) -> None:
+        log.warning(
+            "post %s reached %s but the database is away; recording it again in %.1f s",
+            item.outbox_id,
+            item.channel,
+            wait,
+        )
+
     # ------------------------------------------------------------------ sync
 
     def deliver_due(self, send: Send) -> int:
@@ -98,7 +113,15 @@ class Deliverer:
             except Exception as exc:  # the platform's failure: recorded, retried or given up
                 self._failure(item, exc)
                 continue
-            self.engine.delivered(item.outbox_id, ref)
+            for wait in (*RECORD_WAITS_S, None):
+                try:
+                    self.engine.delivered(item.outbox_id, ref)
+                    break
+                except StoreUnavailable:
+                    if wait is None:
+                        raise
+                    self._unrecorded(item, wait)
+                    time.sleep(wait)
             self.sent += 1
             done += 1
         return done
@@ -117,7 +140,15 @@ class Deliverer:
             except Exception as exc:
                 await run(self._failure, item, exc)
                 continue
-            await run(self.engine.delivered, item.outbox_id, ref)
+            for wait in (*RECORD_WAITS_S, None):
+                try:
+                    await run(self.engine.delivered, item.outbox_id, ref)
+                    break
+                except StoreUnavailable:
+                    if wait is None:
+                        raise
+                    self._unrecorded(item, wait)
+                    await asyncio.sleep(wait)
             self.sent += 1
             done += 1
         return done
