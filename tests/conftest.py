@@ -20,6 +20,7 @@ from bot.core.bank import Bank, load_bank
 from bot.core.engine import StudyEngine
 from bot.store.database import Database, upgrade
 from bot.store.repository import SqlStore
+from tests.contract import ledger
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_BANK = ROOT / "tests" / "data" / "bank"
@@ -33,6 +34,34 @@ def ci_enabled(value: str | None) -> bool:
 
 
 IN_CI = ci_enabled(os.environ.get("CI"))
+
+
+def _contract_kept(phase: str) -> None:
+    found = ledger.take()
+    if found:
+        listed = "\n".join(f"- {v}" for v in found[:20])
+        pytest.fail(f"{len(found)} contract violation(s) during {phase} (tests/contract):\n{listed}", pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    ledger.take()  # a violation left by an earlier test's last moments is that test's, reported there
+    yield
+    _contract_kept("setup")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test fails when a fake saw a contract violation (Discord's OpenAPI document, Slack's
+    Block Kit models and Web API methods) while it ran."""
+    yield
+    _contract_kept("the test")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    yield
+    _contract_kept("teardown")
 
 
 @dataclass

@@ -24,6 +24,9 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.contract import ledger
+from tests.contract.discord_openapi import contract
+
 MESSAGE_CONTENT = 1 << 15
 EPHEMERAL = 1 << 6
 GUILDS = 1 << 0
@@ -90,7 +93,31 @@ class Refusal:
 
 
 def user(uid: str, name: str, bot: bool = False) -> dict[str, Any]:
-    return {"id": uid, "username": name, "global_name": name, "discriminator": "0", "avatar": None, "bot": bot}
+    return {
+        "id": uid,
+        "username": name,
+        "global_name": name,
+        "discriminator": "0",
+        "avatar": None,
+        "bot": bot,
+        "public_flags": 0,
+        "flags": 0,
+        "primary_guild": None,
+    }
+
+
+def with_component_ids(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Components as Discord answers with them: each one numbered (`id`, 1 up, in order) when
+    the bot did not number it."""
+    numbers = itertools.count(1)
+
+    def numbered(component: dict[str, Any]) -> dict[str, Any]:
+        found = {**component, "id": component.get("id") or next(numbers)}
+        if "components" in found:
+            found["components"] = [numbered(c) for c in found["components"]]
+        return found
+
+    return [numbered(row) for row in rows]
 
 
 class FakeDiscord:
@@ -101,7 +128,8 @@ class FakeDiscord:
         self.channels: dict[str, str] = {}  # channel id -> guild id
         self.messages: dict[str, dict[str, Any]] = {}
         self.calls: list[Call] = []
-        self.violations: list[str] = []
+        self.violations: list[str] = []  # what the fake's own checks of Discord's limits refused
+        self.contract_violations: list[str] = []  # what Discord's OpenAPI document says is wrong
         self.interactions: dict[str, Interaction] = {}
         self.command_syncs: list[tuple[str, list[dict[str, Any]]]] = []
         self.identifies: list[dict[str, Any]] = []
@@ -602,7 +630,7 @@ class FakeDiscord:
                 for f in files
             ],
             "embeds": body.get("embeds") or [],
-            "components": body.get("components") or [],
+            "components": with_component_ids(body.get("components") or []),
             "pinned": False,
             "type": 0,
             "flags": flags | int(body.get("flags") or 0),
@@ -621,17 +649,40 @@ class FakeDiscord:
     def edit_message(self, message: dict[str, Any], body: dict[str, Any], files: list[str]) -> None:
         for key in ("content", "embeds", "components"):
             if key in body and body[key] is not None:
-                message[key] = body[key]
+                message[key] = with_component_ids(body[key]) if key == "components" else body[key]
         if files:
             message["_files"] = files
         message["edited_timestamp"] = now_iso()
         message.setdefault("_edits", []).append(body)
 
+    def breach(self, problem: str) -> None:
+        """A contract violation: what Discord's OpenAPI document says it would not send or take."""
+        self.contract_violations.append(problem)
+        ledger.record(f"fake Discord: {problem}")
+
     async def rest(self, request: web.Request) -> web.Response:
+        """A REST call, checked against Discord's OpenAPI document both ways: a body it does
+        not describe is refused as Discord refuses it (400, 50035 Invalid Form Body), and
+        every answer the fake gives must be one the document describes."""
         path = "/" + request.match_info["tail"]
         body, files = await self.read_body(request)
         call = Call(request.method, path, body, time.monotonic(), files=files)
         self.calls.append(call)
+        problems = contract().check_request(request.method, path, set(request.query), body)
+        for problem in problems:
+            self.breach(problem)
+        if problems:
+            response = self.error(400, 50035, "Invalid Form Body")
+        else:
+            response = await self.answer(request, path, body, files, call)
+        call.status = response.status
+        raw = response.body if isinstance(response.body, bytes) else b""
+        answered = json.loads(raw) if raw else None
+        for problem in contract().check_response(request.method, path, response.status, answered):
+            self.breach(problem)
+        return response
+
+    async def answer(self, request: web.Request, path: str, body: Any, files: list[str], call: Call) -> web.Response:
         auth = request.headers.get("Authorization", "")
         wrong_token = not auth.startswith("Bot ") or (self.token is not None and auth != f"Bot {self.token}")
         if wrong_token and "/interactions/" not in path and "/webhooks/" not in path:
@@ -651,7 +702,7 @@ class FakeDiscord:
                     "Via": "1.1 google",  # discord.py takes a 429 without it for a Cloudflare ban
                 }
                 return self.reply(
-                    {"message": "You are being rate limited.", "retry_after": retry_after, "global": False},
+                    {"message": "You are being rate limited.", "retry_after": retry_after, "global": False, "code": 0},
                     429,
                     headers,
                 )
@@ -675,7 +726,7 @@ class FakeDiscord:
     async def route(self, method: str, path: str, body: Any, files: list[str]) -> web.Response:
         parts = path.strip("/").split("/")
         if path == "/users/@me" and method == "GET":
-            return self.reply(self.bot_user)
+            return self.reply({**self.bot_user, "mfa_enabled": False, "locale": "en-US"})
         if path == "/oauth2/applications/@me":
             return self.reply(
                 {
@@ -683,12 +734,22 @@ class FakeDiscord:
                     "name": "StudyBot",
                     "icon": None,
                     "description": "",
+                    "type": None,
                     "bot_public": True,
                     "bot_require_code_grant": False,
                     "owner": user(snowflake(), "owner"),
                     "verify_key": "00",
                     "team": None,
                     "flags": self.app_flags,
+                    "flags_new": str(self.app_flags),
+                    "redirect_uris": [],
+                    "interactions_endpoint_url": None,
+                    "role_connections_verification_url": None,
+                    "approximate_guild_count": len(self.guilds),
+                    "approximate_user_install_count": 0,
+                    "approximate_user_authorization_count": 0,
+                    "explicit_content_filter": 0,
+                    "eligible_oauth2_scopes": [],
                 }
             )
         if path == "/users/@me/guilds" and method == "GET":
@@ -698,6 +759,7 @@ class FakeDiscord:
                         "id": gid,
                         "name": guild["name"],
                         "icon": None,
+                        "banner": None,
                         "owner": False,
                         "permissions": str(self.bot_permissions.get(gid, BOT_PERMS)),
                         "features": [],
@@ -715,7 +777,7 @@ class FakeDiscord:
                     if not 1 <= len(text) <= 100:
                         return self.error(400, 50035, f"description of {command['name']} is {len(text)} characters")
             self.command_syncs.append((target, body))
-            return self.reply([{**c, "id": snowflake(), "application_id": self.app_id, "version": "1"} for c in body])
+            return self.reply([self.registered(c) for c in body])
         if parts[0] == "applications" and parts[-1] == "commands" and method == "GET":
             return self.reply([])
         if path == "/users/@me/channels" and method == "POST":
@@ -723,7 +785,13 @@ class FakeDiscord:
             dm = next((c for c, u in self.dm_channels.items() if u == body["recipient_id"]), None) or snowflake()
             self.dm_channels[dm] = body["recipient_id"]
             return self.reply(
-                {"id": dm, "type": 1, "recipients": [user(body["recipient_id"], "member")], "last_message_id": None}
+                {
+                    "id": dm,
+                    "type": 1,
+                    "flags": 0,
+                    "recipients": [user(body["recipient_id"], "member")],
+                    "last_message_id": None,
+                }
             )
         if parts[0] == "channels" and len(parts) >= 3 and parts[2] == "messages":
             return self.channel_message(method, parts, body, files)
@@ -732,6 +800,15 @@ class FakeDiscord:
         if parts[0] == "webhooks":
             return self.webhook(method, parts, body, files)
         return self.error(404, 0, f"404: Not Found ({method} {path})")
+
+    def registered(self, command: dict[str, Any]) -> dict[str, Any]:
+        """A synced command as Discord answers with it: its ids and version, and the defaults
+        Discord fills in for what the bot left out or sent as null."""
+        defaults = {"type": 1, "default_member_permissions": None, "integration_types": [0], "contexts": None}
+        found = {**defaults, **{k: v for k, v in command.items() if v is not None}}
+        if found["default_member_permissions"] is not None:  # taken as a number, answered as a string
+            found["default_member_permissions"] = str(found["default_member_permissions"])
+        return {**found, "id": snowflake(), "application_id": self.app_id, "version": snowflake()}
 
     @staticmethod
     def descriptions(command: dict[str, Any]) -> list[str]:
@@ -789,7 +866,8 @@ class FakeDiscord:
             )
             if kind == 4:
                 found.done.set()
-            return self.reply({"interaction": info, "resource": {"type": kind, "message": self.public(message)}})
+                return self.reply({"interaction": info, "resource": {"type": kind, "message": self.public(message)}})
+            return self.reply({"interaction": info})  # the document has no resource for a deferral
         if kind == 9:
             problem = self.check_modal(found, data)
             if problem:
