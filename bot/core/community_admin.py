@@ -30,6 +30,11 @@ from bot.core.values import (
 
 log = logging.getLogger(__name__)
 
+# What the store notes when the bot is removed from a community: whether the removal paused its
+# rounds (an invitation back resumes them) or an admin had paused them before (they stay paused).
+REMOVAL_PAUSED = "paused-by-removal"
+ADMIN_PAUSED = "paused-before"
+
 
 class CommunityAdminMixin(EngineBase):
     """/forget-me, /config and the export, for StudyEngine."""
@@ -123,6 +128,49 @@ class CommunityAdminMixin(EngineBase):
         if not number.isdigit():
             raise InvalidInput(f"Say which suggestion: /config {word} NUMBER{' NOTE' if word == 'note' else ''}.")
         return self.decide_suggestion(community, int(number), word, rest.strip() or None)
+
+    # ------------------------------------------------- removed and invited back
+
+    @staticmethod
+    def _removal_key(community: CommunityRef) -> str:
+        return f"removed:{community.platform}:{community.community_id}"[:100]
+
+    def bot_removed(self, community: CommunityRef) -> ConfigCard:
+        """The bot was removed (a Discord server kicked it, a Slack workspace uninstalled it):
+        the community's rounds pause, nothing is deleted, and the store notes whether this
+        removal paused them or an admin had already, so that an invitation back resumes only
+        what the removal paused."""
+        now = self.now()
+        key = self._removal_key(community)
+        with self.store.write() as tx:
+            current = self._community(tx, community)
+            if not current.paused:
+                current = tx.update_community(current.id, "paused", True)
+                tx.state_put(key, REMOVAL_PAUSED, now)
+            elif tx.state_get(key) != REMOVAL_PAUSED:
+                tx.state_put(key, ADMIN_PAUSED, now)
+        log.info("removed from %s/%s: paused", community.platform, community.community_id)
+        return ConfigCard(community=current.name, settings=current.as_pairs(), changed="paused")
+
+    def bot_returned(self, community: CommunityRef) -> ConfigCard:
+        """The bot was invited back (or joins for the first time): rounds resume only when its
+        removal paused them; a community an admin had paused stays paused."""
+        now = self.now()
+        key = self._removal_key(community)
+        with self.store.write() as tx:
+            current = self._community(tx, community)
+            resumed = current.paused and tx.state_get(key) == REMOVAL_PAUSED
+            if resumed:
+                current = tx.update_community(current.id, "paused", False)
+            if tx.state_get(key):
+                tx.state_put(key, "", now)
+        log.info(
+            "back in %s/%s: %s",
+            community.platform,
+            community.community_id,
+            "resumed" if resumed else ("still paused by an admin" if current.paused else "running"),
+        )
+        return ConfigCard(community=current.name, settings=current.as_pairs(), changed="paused" if resumed else None)
 
     def communities(self) -> list[tuple[CommunityRef, CommunityConfig]]:
         """Every community the bot knows, with its settings (for the scheduler)."""

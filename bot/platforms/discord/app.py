@@ -112,10 +112,10 @@ class StudyBot(commands.Bot):
         await self.study.on_message(message)
 
     async def on_guild_remove(self, guild: discord.Guild) -> None:
-        await self.study.guild_changed(guild, "pause")
+        await self.study.guild_changed(guild, removed=True)
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
-        await self.study.guild_changed(guild, "resume")
+        await self.study.guild_changed(guild, removed=False)
 
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
         """Every click, select and form of ours comes here (slash commands go to the tree)."""
@@ -492,13 +492,14 @@ class DiscordApp:
                 exc_info=True,
             )
 
-    async def guild_changed(self, guild: discord.Guild, action: str) -> None:
-        """Removed from a guild: its community is paused (nothing deleted); rejoined: resumed."""
-        result = await self.runtime.call(self.engine.configure, CommunityRef(PLATFORM, str(guild.id)), action)
+    async def guild_changed(self, guild: discord.Guild, removed: bool) -> None:
+        """Removed from a guild: its community is paused (nothing deleted); invited back:
+        resumed, unless an admin had paused it before the removal."""
+        method = self.engine.bot_removed if removed else self.engine.bot_returned
+        result = await self.runtime.call(method, CommunityRef(PLATFORM, str(guild.id)))
         if isinstance(result, Problem):
-            log.warning("%s of guild %s failed: %s", action, guild.id, result.text)
-        else:
-            log.info("guild %s: %s", guild.id, action)
+            what = "left" if removed else "joined"
+            log.warning("guild %s %s, but recording it failed: %s", guild.id, what, result.text)
 
     # ------------------------------------------------------------ the outbox
 

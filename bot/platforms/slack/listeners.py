@@ -438,7 +438,7 @@ class Listeners:
         if event.get("type") == "tokens_revoked" and not (event.get("tokens") or {}).get("bot"):
             return  # only user tokens went: the bot still works
         community = CommunityRef(PLATFORM, self.identity.community_id(context))
-        card = await self.runtime.call(self.engine.configure, community, "pause")
+        card = await self.runtime.call(self.engine.bot_removed, community)
         log.info("slack workspace %s uninstalled the app: paused (%s)", community.community_id, type(card).__name__)
         if self.installations is not None:
             await self.installations.async_delete_all(
