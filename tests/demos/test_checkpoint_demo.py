@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def default_report() -> DemoReport:
-    """The default-size run (blocks, 16 layers, 2,048 tokens, width 128), one timed step,
+    """The default-size run (blocks, 9 layers, 512 tokens, width 128), one timed step,
     with the profiler's allocator events as a second meter."""
     return run_demo(DemoConfig(repeat=1, check=True), estimate=True)
 
@@ -32,9 +32,10 @@ def test_every_default_strategy_is_measured(default_report: DemoReport) -> None:
     assert [r.strategy for r in default_report.results] == ["none", "block", "sqrt", "selective"]
 
 
-def test_block_peak_is_at_most_a_quarter_of_none(default_report: DemoReport) -> None:
+def test_block_peak_is_at_most_a_third_of_none(default_report: DemoReport) -> None:
+    # 9 layers: block keeps 9 inputs and one layer's activations where none keeps 9 layers'
     none, block = default_report.result("none"), default_report.result("block")
-    assert block.peak_bytes <= 0.25 * none.peak_bytes
+    assert block.peak_bytes <= none.peak_bytes / 3
 
 
 def test_sqrt_and_selective_sit_between_block_and_none(default_report: DemoReport) -> None:
@@ -62,14 +63,14 @@ def test_fake_tensor_estimate_matches_the_measured_peak(default_report: DemoRepo
 
 def test_saved_bytes_follow_the_strategy(default_report: DemoReport) -> None:
     saved = {r.strategy: r.saved_bytes for r in default_report.results}
-    # block keeps one 2,048 x 128 float32 input per layer (plus the scalar loss)
-    assert saved["block"] == 16 * 2048 * 128 * 4 + 4
+    # block keeps one 512 x 128 float32 input per layer (plus the scalar loss)
+    assert saved["block"] == 9 * 512 * 128 * 4 + 4
     assert saved["block"] < saved["sqrt"] < saved["selective"] < saved["none"]
 
 
 def test_theory_predicts_the_none_activations(default_report: DemoReport) -> None:
     theory = default_report.theory
-    assert theory is not None and theory.segments == 4
+    assert theory is not None and theory.segments == 3
     assert theory.predicted["sqrt"] < theory.predicted["none"]
     measured = default_report.result("none").saved_bytes
     assert abs(theory.predicted["none"] - measured) <= 0.01 * measured
@@ -118,7 +119,9 @@ def test_meter_and_profiler_agree_on_the_chain() -> None:
 
 
 def test_chain_sweep_sqrt_is_six_times_below_none_at_256() -> None:
-    report = run_demo(DemoConfig(model="chain", strategies=("none", "sqrt"), repeat=1, sweep=(16, 256)), estimate=False)
+    # the chain's own default size (2,048 tokens), as `--sweep 16,256` runs it
+    cfg = DemoConfig(model="chain", tokens=2048, strategies=("none", "sqrt"), repeat=1, sweep=(16, 256))
+    report = run_demo(cfg, estimate=False)
     none, sqrt = report.result("none", 256), report.result("sqrt", 256)
     assert none.peak_bytes >= 6 * sqrt.peak_bytes
     assert all(r.grads_identical for r in report.results)
