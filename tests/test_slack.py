@@ -731,9 +731,10 @@ async def test_demo_runs_on_the_local_back_end_through_serve(
         [ts] = [ts for (channel, ts) in fake.messages if channel == "C1"]
         complete = (await fake.wait_for("files.completeUploadExternal", 1, timeout=120))[0].params
         assert complete["channel_id"] == "C1" and complete["thread_ts"] == ts
-        chart = tmp_path / "charts" / "demo-1.png"
-        assert [c.params["size"] for c in fake.of("upload")] == [chart.stat().st_size]
-        assert chart.read_bytes()[:4] == b"\x89PNG"
+        chart = tmp_path / "charts" / "demo-1.png"  # the memory timeline, uploaded first
+        charts = [chart, tmp_path / "charts" / "demo-1-memory.png"]
+        assert [c.params["size"] for c in fake.of("upload")] == [c.stat().st_size for c in charts]
+        assert all(c.read_bytes()[:4] == b"\x89PNG" for c in charts)
 
         texts = [block_text(c.params) for c in fake.of("chat.update") if c.params["ts"] == ts]
         progress = [t for t in texts if "measured so far" in t]

@@ -50,9 +50,9 @@ class DemoJobsMixin(EngineBase):
         return self._queue_demo(user, channel, parse_demo(text))
 
     def request_question_demo(self, user: UserRef, channel: ChannelRef, round_id: int) -> DemoQueued:
-        """ "See it run" under a reveal: queue the round's question's own demo for the member who
-        clicked, under the same cooldown and queue rules as /demo. A round of another community
-        (or none) reads as a stale button; a round still open keeps its demo until the reveal."""
+        """The "see it run" button under a reveal: queue the round's question's own demo for the
+        member who clicked, under the same cooldown and queue rules as /demo. A round of another
+        community (or none) reads as a stale button; an open round keeps its demo until the reveal."""
         with self.store.read() as tx:
             found = tx.answer_context(round_id, user.user_id, user.platform, user.community_id, self._forget_key(user))
             if found is None:  # no such round in this community

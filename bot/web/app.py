@@ -78,6 +78,8 @@ def environment() -> Environment:
     env.filters["percent"] = lambda value: f"{round(100 * value)}%"
     env.globals["week_chart"] = charts.week_chart
     env.globals["demo_chart"] = charts.demo_chart
+    env.globals["demo_timeline"] = charts.timeline_chart
+    env.globals["demo_budget"] = charts.budget_chart
     article = env.get_template("bank_entry.html")
 
     @functools.lru_cache(maxsize=4096)

@@ -5,6 +5,7 @@ table beside the chart for screen readers."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from bot.core.values import DemoResultCard, WeekPoints
 
@@ -79,3 +80,92 @@ def demo_chart(card: DemoResultCard, width: int = 600) -> BarChart | None:
         for i, (name, value) in enumerate(values)
     )
     return BarChart(width, int(16 + len(values) * row_h), 0.0, bars, f"{top:.1f}")
+
+
+@dataclass(frozen=True)
+class Line:
+    label: str
+    points: str  # "x,y x,y ..." for an SVG polyline
+    css: str  # the class that colours it (line0, line1, ...)
+    text: str  # what the line says, for the chart's title and its legend
+
+
+@dataclass(frozen=True)
+class LineChart:
+    width: int
+    height: int
+    left: float  # x of the y axis
+    baseline: float  # y of the x axis
+    lines: tuple[Line, ...]
+    top: str  # the y axis' top value, as shown
+    marks: tuple[tuple[float, str], ...] = ()  # x positions with a label (forward | backward)
+
+
+MIB = 2**20
+MAX_LINES = 8  # colours the stylesheet has
+
+
+def _results(card: DemoResultCard) -> list[dict[str, Any]]:
+    results = card.data.get("results") if card.module == "demos.checkpoint" else None
+    return [r for r in results if isinstance(r, dict)] if isinstance(results, list) else []
+
+
+def timeline_chart(card: DemoResultCard, width: int = 600, height: int = 240) -> LineChart | None:
+    """Live memory through one training step, every strategy on the same axes (x: the forward
+    pass from 0 to 1, the backward from 1 to 2; y: MiB), from the result's timelines."""
+    series = []
+    for row in _results(card):
+        timeline = row.get("timeline")
+        if not isinstance(timeline, dict):
+            continue
+        xs, ys = timeline.get("x"), timeline.get("live_bytes")
+        if isinstance(xs, list) and isinstance(ys, list) and xs and len(xs) == len(ys):
+            series.append((str(row.get("label") or row.get("strategy")), [float(x) for x in xs], [int(y) for y in ys]))
+    if not series:
+        return None
+    series = series[:MAX_LINES]
+    top = max(max(ys) for _, _, ys in series) / MIB or 1.0
+    span = max(max(xs) for _, xs, _ in series) or 1.0
+    left, bottom, right, upper = 48.0, 24.0, 8.0, 10.0
+    plot_w, plot_h = width - left - right, height - bottom - upper
+
+    def point(x: float, y: int) -> str:
+        return f"{left + plot_w * x / span:.1f},{height - bottom - plot_h * (y / MIB) / top:.1f}"
+
+    lines = tuple(
+        Line(
+            label,
+            " ".join(point(x, y) for x, y in zip(xs, ys, strict=True)),
+            f"line{i}",
+            f"{label} peak {max(ys) / MIB:.2f} MiB",
+        )
+        for i, (label, xs, ys) in enumerate(series)
+    )
+    marks = ((left + plot_w * 0.5 / span, "forward"), (left + plot_w * 1.5 / span, "backward")) if span >= 2 else ()
+    return LineChart(width, height, left, height - bottom, lines, f"{top:.1f} MiB", marks)
+
+
+def budget_chart(card: DemoResultCard, width: int = 600, height: int = 240) -> LineChart | None:
+    """The memory budget's trade-off: peak memory (y, MiB) against step time (x, ms), one point
+    per strategy and budget, the budget runs joined by a line; only when budget ran."""
+    rows = _results(card)
+    if not any(r.get("strategy") == "budget" for r in rows):
+        return None
+    points = [(str(r.get("label") or r.get("strategy")), float(r["step_ms"]), int(r["peak_bytes"])) for r in rows]
+    top = max(p for _, _, p in points) / MIB or 1.0
+    slowest = max(ms for _, ms, _ in points) or 1.0
+    left, bottom, right, upper = 48.0, 24.0, 8.0, 10.0
+    plot_w, plot_h = width - left - right, height - bottom - upper
+
+    def point(ms: float, peak: int) -> str:
+        return f"{left + plot_w * ms / slowest:.1f},{height - bottom - plot_h * (peak / MIB) / top:.1f}"
+
+    budget = sorted((p for p in points if p[0].startswith("budget")), key=lambda p: p[1])
+    lines = [Line("budget", " ".join(point(ms, peak) for _, ms, peak in budget), "line0", "budget runs")]
+    lines += [
+        Line(label, point(ms, peak), f"line{i + 1}", f"{label}: {peak / MIB:.2f} MiB in {ms:.1f} ms")
+        for i, (label, ms, peak) in enumerate(p for p in points if not p[0].startswith("budget"))
+    ][: MAX_LINES - 1]
+    return LineChart(
+        width, height, left, height - bottom, tuple(lines), f"{top:.1f} MiB", ((width - right, f"{slowest:.0f} ms"),)
+    )

@@ -106,6 +106,8 @@ def render(card: Card) -> list[Message]:
             lines.append(wording.refs_line(card.refs))
             if card.author:
                 lines.append(wording.author_line(card.author))
+            if card.demo:  # the console's "see it run": the command to type
+                lines.append(wording.see_it_run_hint(card.demo))
             counts = {c.letter: c.count for c in card.choices}
             data = {
                 "answer": card.answer,
@@ -114,6 +116,7 @@ def render(card: Card) -> list[Message]:
                 "question_ref": card.question_ref,
                 "question_id": card.question_id,
                 "author": card.author,
+                "demo": card.demo,
             }
             return [Message("channel", "reveal", "\n".join(lines), data)]
         case AlreadyOpen():
@@ -204,7 +207,12 @@ def render(card: Card) -> list[Message]:
                     "channel",
                     "demo",
                     "\n".join(wording.demo_lines(card)),
-                    {"result": card.data, "chart": card.chart, "wall_s": card.wall_s},
+                    {
+                        "result": card.data,
+                        "chart": card.chart,
+                        "charts": [{"kind": c.kind, "path": c.path} for c in card.pictures()],
+                        "wall_s": card.wall_s,
+                    },
                 )
             ]
         case HomeCard():  # Slack's App Home; the console shows what /score shows

@@ -36,6 +36,7 @@ from discord.ext import commands
 from bot.config import Settings
 from bot.core import choices as codec
 from bot.core import wording
+from bot.core.demo_request import DEMO_BUTTON_PREFIX, decode_demo_button
 from bot.core.errors import SendFailed
 from bot.core.practice import QUEUE_PREFIX, SUGGEST_PREFIX, decode_decision, decode_draft
 from bot.core.values import (
@@ -256,8 +257,8 @@ class DiscordApp:
                 await interaction.followup.send(**reply.kwargs(), ephemeral=True)
             elif deferred:
                 kwargs = reply.kwargs()
-                if "file" in kwargs:
-                    kwargs["attachments"] = [kwargs.pop("file")]
+                if "files" in kwargs:
+                    kwargs["attachments"] = kwargs.pop("files")
                 kwargs.pop("allowed_mentions", None)
                 if "view" not in kwargs:
                     kwargs["view"] = None
@@ -333,6 +334,8 @@ class DiscordApp:
             await self.open_second_form(interaction, custom_id)
         elif custom_id.startswith(QUEUE_PREFIX):
             await self.decide_click(interaction, custom_id)
+        elif custom_id.startswith(DEMO_BUTTON_PREFIX):
+            await self.demo_click(interaction, custom_id)
         else:
             await self.answer_click(interaction, custom_id)
 
@@ -349,6 +352,23 @@ class DiscordApp:
             return
         await self.respond(
             interaction, self.engine.answer_button, user_ref(interaction.user, interaction.guild_id), custom_id
+        )
+
+    async def demo_click(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
+        """The "see it run" button under a reveal: the question's demo queued for the member who clicked (one
+        engine call), posted in the channel like /demo's; a refusal (cooldown, full queue) privately."""
+        round_id = decode_demo_button(custom_id)
+        if round_id is None:
+            return await self.stale(interaction, custom_id)
+        found = self.where(interaction)
+        if found is None:
+            return await self.refuse(interaction, wording.GUILD_ONLY)
+
+        async def after(result: object) -> None:
+            await self.demo_posted(interaction, result)
+
+        await self.respond(
+            interaction, self.engine.request_question_demo, found[0], found[1], round_id, ephemeral=None, after=after
         )
 
     # ------------------------------------------------------ members' questions

@@ -177,6 +177,9 @@ def register(tree: app_commands.CommandTree[Any], app: CommandHost) -> None:
         repeat=opt["repeat"],
         strategies=opt["strategies"],
         model=opt["model"],
+        heads=opt["heads"],
+        batch=opt["demo_batch"],
+        budgets=opt["budgets"],
     )
     async def checkpoint(
         interaction: discord.Interaction[Any],
@@ -185,15 +188,22 @@ def register(tree: app_commands.CommandTree[Any], app: CommandHost) -> None:
         width: app_commands.Range[int, 8, 4096] | None = None,
         repeat: app_commands.Range[int, 1, 20] | None = None,
         strategies: str | None = None,
-        model: Literal["blocks", "chain"] | None = None,
+        model: Literal["blocks", "chain", "transformer", "hf-gpt2"] | None = None,
+        heads: app_commands.Range[int, 1, 64] | None = None,
+        batch: app_commands.Range[int, 1, 256] | None = None,
+        budgets: str | None = None,
     ) -> None:
+        # the bounds are demo_request's INT_BOUNDS (tests/test_demo_chat.py compares them)
         words = {
+            "model": model,
             "layers": layers,
             "tokens": tokens,
             "width": width,
+            "heads": heads,
+            "batch": batch,
             "repeat": repeat,
             "strategies": strategies,
-            "model": model,
+            "budgets": budgets,
         }
         await run_demo(interaction, "checkpoint", words)
 
@@ -201,7 +211,9 @@ def register(tree: app_commands.CommandTree[Any], app: CommandHost) -> None:
         return matching(PRESETS, current)
 
     @demo.command(name="estimate", description=wording.DEMO_COMMANDS["estimate"])
-    @app_commands.describe(preset=opt["preset"], batch=opt["batch"], seq=opt["seq"], gpu_gib=opt["gpu_gib"])
+    @app_commands.describe(
+        preset=opt["preset"], batch=opt["batch"], seq=opt["seq"], gpu_gib=opt["gpu_gib"], kernels=opt["kernels"]
+    )
     @app_commands.autocomplete(preset=presets)
     async def estimate(
         interaction: discord.Interaction[Any],
@@ -209,8 +221,10 @@ def register(tree: app_commands.CommandTree[Any], app: CommandHost) -> None:
         batch: app_commands.Range[int, 1, 512] | None = None,
         seq: app_commands.Range[int, 1, 131072] | None = None,
         gpu_gib: app_commands.Range[float, 1.0, 4096.0] | None = None,
+        kernels: Literal["cuda", "cpu"] | None = None,
     ) -> None:
-        await run_demo(interaction, "estimate", {"preset": preset, "batch": batch, "seq": seq, "gpu-gib": gpu_gib})
+        words = {"preset": preset, "batch": batch, "seq": seq, "gpu-gib": gpu_gib, "kernels": kernels}
+        await run_demo(interaction, "estimate", words)
 
     async def run_demo(interaction: discord.Interaction[Any], name: str, words: Mapping[str, object]) -> None:
         found = app.where(interaction)

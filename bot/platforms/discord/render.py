@@ -15,6 +15,7 @@ import discord
 
 from bot.core import choices as codec
 from bot.core import wording
+from bot.core.demo_request import encode_demo_button
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
@@ -81,7 +82,7 @@ class Reply:
     content: str | None = None
     embed: discord.Embed | None = None
     view: discord.ui.View | None = None
-    file: str | None = None  # a PNG on this machine, attached as the embed's image
+    files: tuple[str, ...] = ()  # PNGs on this machine, in order (a demo's first is the embed's image)
     public: bool = False  # posted in the channel (else ephemeral where the platform allows)
     extra: list[Reply] = field(default_factory=list)
 
@@ -93,8 +94,8 @@ class Reply:
             out["embed"] = self.embed
         if self.view is not None:
             out["view"] = self.view
-        if self.file is not None:
-            out["file"] = discord.File(self.file, filename=os.path.basename(self.file))
+        if self.files:
+            out["files"] = [discord.File(path, filename=os.path.basename(path)) for path in self.files]
         return out
 
 
@@ -148,7 +149,16 @@ def reveal(card: RevealCard) -> Reply:
     if card.author:
         lines += ["", safe(wording.author_line(card.author))]
     lines += ["", wording.reveal_summary(card)]
-    return Reply(embed=embed(wording.reveal_title(card), "\n".join(lines), GREEN), public=True)
+    view = demo_view(card.round_id) if card.demo else None
+    return Reply(embed=embed(wording.reveal_title(card), "\n".join(lines), GREEN), view=view, public=True)
+
+
+def demo_view(round_id: int) -> discord.ui.View:
+    """The "see it run" button under a reveal: queues the question's demo for whoever clicks."""
+    view = discord.ui.View(timeout=None)
+    button = AnswerButton(encode_demo_button(round_id), label=wording.SEE_IT_RUN, style=discord.ButtonStyle.secondary)
+    view.add_item(button)
+    return view
 
 
 def leaderboard(card: LeaderboardCard, public: bool = False) -> Reply:
@@ -157,15 +167,19 @@ def leaderboard(card: LeaderboardCard, public: bool = False) -> Reply:
     return Reply(embed=embed(wording.leaderboard_title(card), body), public=public)
 
 
+MAX_FILES = 10  # attachments on one message
+
+
 def demo_result(card: DemoResultCard) -> Reply:
+    """The table in an embed, every chart attached: the memory timeline first, as the embed's image."""
+    files = tuple(c.path for c in card.pictures() if os.path.isfile(c.path))[:MAX_FILES]
     lines = wording.demo_lines(card)
-    chart = card.chart if card.chart and os.path.isfile(card.chart) else None
-    if chart:
-        lines = [line for line in lines if not line.startswith("chart: ")]
+    if files:
+        lines = [line for line in lines if not line.startswith(wording.CHART_PREFIX)]
     body = embed(clip(card.title, MAX_TITLE), code_block(lines[1:], MAX_DESCRIPTION), GREEN)
-    if chart:
-        body.set_image(url=f"attachment://{os.path.basename(chart)}")
-    return Reply(embed=body, file=chart, public=True)
+    if files:
+        body.set_image(url=f"attachment://{os.path.basename(files[0])}")
+    return Reply(embed=body, files=files, public=True)
 
 
 def demo_progress(card: DemoProgressCard) -> Reply:

@@ -169,11 +169,12 @@ class SlackBot:
 
     async def _demo_result(self, client: AsyncWebClient, channel_id: str, card: DemoResultCard) -> str:
         ref = await self._edit_or_post(client, channel_id, card.message_ref, render.demo_result(card))
-        if card.chart and Path(card.chart).is_file():
+        # every chart in one upload, in the card's order: the memory timeline first
+        charts = [c for c in card.pictures() if Path(c.path).is_file()]
+        files = [{"file": c.path, "title": wording.chart_title(c.kind)} for c in charts]
+        if files:
             where, _, ts = ref.partition(":")
-            await client.files_upload_v2(
-                channel=where, file=card.chart, title=wording.DEMO_CHART_TITLE, thread_ts=ts or None
-            )
+            await client.files_upload_v2(channel=where, file_uploads=files, thread_ts=ts or None)
         return ref
 
     async def show_progress(self, card: DemoProgressCard) -> None:

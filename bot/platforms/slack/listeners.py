@@ -28,6 +28,7 @@ from slack_sdk.errors import SlackApiError
 from bot.bridge import report_incident
 from bot.core import choices as codec
 from bot.core import wording
+from bot.core.demo_request import DEMO_BUTTON_PREFIX, decode_demo_button
 from bot.core.practice import QUEUE_PREFIX, decode_decision
 from bot.core.values import (
     AnswerWithHome,
@@ -321,6 +322,9 @@ class Listeners:
             log.info("a block_actions payload without actions")
             return
         action_id = str(actions[0].get("action_id", ""))
+        if action_id.startswith(DEMO_BUTTON_PREFIX):
+            await self._demo_click(body, context, respond, client, actions[0])
+            return
         if codec.decode_answer(action_id) is None:
             await self._stale(respond, actions[0])
             return
@@ -346,6 +350,24 @@ class Listeners:
             await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
         if isinstance(answered, AnswerWithHome) and answered.home is not None:
             await self._refresh_home(client, user.user_id, answered.home)
+
+    async def _demo_click(
+        self, body: dict[str, Any], context: Any, respond: Any, client: Any, action: dict[str, Any]
+    ) -> None:
+        """The "see it run" button under a reveal: the question's demo queued for the member who clicked (one
+        engine call), posted in the channel like /demo's; a refusal (cooldown, full queue) privately."""
+        round_id = decode_demo_button(action.get("action_id"))
+        if round_id is None:
+            await self._stale(respond, action)
+            return
+        user = self.identity.actor(context, body)
+        channel = ChannelRef(PLATFORM, user.community_id, str((body.get("channel") or {}).get("id") or ""))
+        card = await self.runtime.call(self.engine.request_question_demo, user, channel, round_id)
+        if isinstance(card, DemoQueued):
+            await self._post_queued(client, channel, card, respond)
+            return
+        message = render.render(card)
+        await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
 
     @staticmethod
     async def _stale(respond: Any, action: dict[str, Any]) -> None:

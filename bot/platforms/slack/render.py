@@ -10,6 +10,7 @@ from typing import Any, assert_never
 from bot.core import choices as codec
 from bot.core import wording
 from bot.core.bank import TOPICS
+from bot.core.demo_request import encode_demo_button
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
@@ -163,7 +164,17 @@ def reveal(card: RevealCard) -> SlackMessage:
     if card.author:
         blocks.append(context(wording.author_line(card.author)))
     blocks.append(context(wording.reveal_summary(card)))
+    if card.demo:
+        blocks.append(demo_button(card.round_id))
     return _message(wording.reveal_title(card), blocks)
+
+
+def demo_button(round_id: int) -> Block:
+    """The "see it run" button under a reveal: queues the question's demo for whoever clicks."""
+    action_id = encode_demo_button(round_id)
+    text = {"type": "plain_text", "text": wording.SEE_IT_RUN}
+    button = {"type": "button", "action_id": action_id, "value": str(round_id), "text": text}
+    return {"type": "actions", "block_id": f"sb1:demo:{round_id}", "elements": [button]}
 
 
 def leaderboard(card: LeaderboardCard) -> SlackMessage:
