@@ -40,6 +40,7 @@ from bot.core.values import (
 log = logging.getLogger(__name__)
 
 SUGGEST_PREFIX = "sb1:sg:"  # Discord's "continue" button after the first form: sb1:sg:<draft>
+RETRY_PREFIX = "sb1:sf:"  # Discord's "try again" after a refused first form: sb1:sf:<draft>, filled in
 QUEUE_PREFIX = "sb1:sq:"  # an admin's decision button: sb1:sq:<suggestion>:<approve|note|reject>
 ACTIONS = {"approve": "approved", "reject": "rejected", "note": "returned"}
 
@@ -73,8 +74,9 @@ def decode_decision(custom_id: str) -> tuple[int, str] | None:
     return int(number), action
 
 
-def decode_draft(custom_id: str) -> int | None:
-    rest = custom_id[len(SUGGEST_PREFIX) :] if custom_id.startswith(SUGGEST_PREFIX) else ""
+def decode_draft(custom_id: str, prefix: str = SUGGEST_PREFIX) -> int | None:
+    """`sb1:sg:12` (or, with `prefix=RETRY_PREFIX`, `sb1:sf:12`) -> 12; None for anything else."""
+    rest = custom_id[len(prefix) :] if custom_id.startswith(prefix) else ""
     return int(rest) if rest.isdigit() and len(rest) <= 12 else None
 
 
@@ -120,9 +122,13 @@ class PracticeMixin(EngineBase):
             community = self._community(tx, user)
             _, problems = forms.check(trial, self._pool(tx, community.id))
             problems = tuple(p for p in problems if not p.field.startswith("why_") and p.field not in ("trap", "refs"))
-            if problems:
-                return SuggestionRefused(problems)
             member_id = self._member(tx, community.id, user)
+            if problems:  # what was typed is kept, so the form opens again filled in
+                tx.drop_drafts(member_id)
+                kept = tx.add_suggestion(
+                    community.id, member_id, channel.channel_id, "draft", form.topic[:40], forms.form_body(form), now
+                )
+                return SuggestionRefused(problems, retry_id=f"{RETRY_PREFIX}{kept}")
             self._limits(tx, member_id, now)
             tx.drop_drafts(member_id)
             body = forms.form_body(form)
@@ -131,6 +137,17 @@ class PracticeMixin(EngineBase):
             )
         choices = tuple(" ".join(c.split()) for c in form.choices if c.strip())
         return SuggestionDraft(draft_id=draft_id, choices=choices, custom_id=f"{SUGGEST_PREFIX}{draft_id}")
+
+    def suggestion_form(self, user: UserRef, draft_id: int) -> SuggestionForm:
+        """What the member typed into a form of theirs that is still a draft (a refused first
+        form, or a first form kept and a refused second), to open that form again filled in."""
+        with self.store.read() as tx:
+            community = tx.find_community(user.platform, user.community_id)
+            member_id = tx.find_member(community.id, user.user_id) if community else None
+            draft = tx.get_suggestion(draft_id)
+            if draft is None or draft.state != "draft" or member_id is None or draft.author_member != member_id:
+                raise NotFound("That form has expired; start again with /suggest.")
+        return forms.draft_form(draft.body)
 
     def _limits(self, tx: StoreTx, member_id: int, now: datetime) -> None:
         policy = self.suggestion_policy
@@ -157,7 +174,10 @@ class PracticeMixin(EngineBase):
                 form = forms.merge_draft(draft.body, form)
             question, problems = forms.check(form, self._pool(tx, community.id))
             if question is None:
-                return SuggestionRefused(problems)
+                if draft_id is None:
+                    return SuggestionRefused(problems)
+                tx.set_suggestion(draft_id, body=forms.form_body(form))  # the second form opens again filled in
+                return SuggestionRefused(problems, retry_id=f"{SUGGEST_PREFIX}{draft_id}")
             self._limits(tx, member_id, now)
             body = forms.to_body(question)
             if draft_id is not None:

@@ -270,7 +270,8 @@ def dump_yaml(topic: str, questions: Sequence[tuple[Question, str]]) -> str:
 
 
 def form_body(form: SuggestionForm) -> str:
-    """Discord's first form, kept as a draft until the second completes it."""
+    """Discord's first form, kept as a draft until the second completes it (with what a
+    refused second form had, so that it opens again filled in)."""
     return json.dumps(
         {
             "topic": form.topic[:100],
@@ -278,7 +279,26 @@ def form_body(form: SuggestionForm) -> str:
             "prompt": form.prompt[:1000],
             "choices": [c[:200] for c in form.choices[:5]],
             "correct": form.correct[:200],
+            "whys": [w[:1000] for w in form.whys[:5]],
+            "trap": form.trap[:1000],
+            "refs": [r[:300] for r in form.refs[:5]],
         }
+    )
+
+
+def draft_form(body: str) -> SuggestionForm:
+    """A draft as the form that was typed (drafts from before the second form's fields were
+    kept have none of them)."""
+    data = json.loads(body)
+    return SuggestionForm(
+        topic=data["topic"],
+        level=data["level"],
+        prompt=data["prompt"],
+        choices=tuple(data["choices"]),
+        whys=tuple(data.get("whys") or ()),
+        correct=data["correct"],
+        trap=data.get("trap") or "",
+        refs=tuple(data.get("refs") or ()),
     )
 
 

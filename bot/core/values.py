@@ -488,7 +488,11 @@ class FieldProblem:
 
 @dataclass(frozen=True)
 class SuggestionRefused:
+    """A form refused field by field; `retry_id`, on Discord, is the button that opens it
+    again with what was typed (a modal cannot answer a modal)."""
+
     problems: tuple[FieldProblem, ...]
+    retry_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -478,6 +478,7 @@ def closes_line(when: str) -> str:
 # /suggest (COMMAND_HELP, COMMANDS).
 SUGGEST_BUTTONS = {"approve": "Approve", "note": "Send back with a note", "reject": "Reject"}
 SUGGEST_CONTINUE = "Continue: explain each choice"
+SUGGEST_RETRY = "Try again (what you typed is kept)"
 SUGGEST_TITLE = "Suggest a question"
 SUGGEST_TITLE_2 = "Suggest a question (2 of 2)"
 NOTE_TITLE = "A note for the author"

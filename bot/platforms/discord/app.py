@@ -38,7 +38,7 @@ from bot.core import choices as codec
 from bot.core import wording
 from bot.core.demo_request import DEMO_BUTTON_PREFIX, decode_demo_button
 from bot.core.errors import SendFailed
-from bot.core.practice import QUEUE_PREFIX, SUGGEST_PREFIX, decode_decision, decode_draft
+from bot.core.practice import QUEUE_PREFIX, RETRY_PREFIX, SUGGEST_PREFIX, decode_decision, decode_draft
 from bot.core.values import (
     AnswerFeedback,
     ChannelRef,
@@ -247,8 +247,8 @@ class DiscordApp:
                 deferred = await self.defer(interaction, ephemeral)
         result = await task  # a failed defer still lets the call finish: what it does is never lost
         reply = layout.render(result)
-        if again is not None and isinstance(result, SuggestionRefused):
-            reply.view = layout.continue_view(again)
+        if isinstance(result, SuggestionRefused) and (result.retry_id or again):
+            reply.view = layout.retry_view(result.retry_id or again or "")
         private = not reply.public if ephemeral is None else ephemeral
         try:
             if deferred and ephemeral is None and not reply.public:
@@ -332,6 +332,8 @@ class DiscordApp:
         whose id does not decode (an older release's, a tampered one) is answered as stale."""
         if custom_id.startswith(SUGGEST_PREFIX):
             await self.open_second_form(interaction, custom_id)
+        elif custom_id.startswith(RETRY_PREFIX):
+            await self.open_first_form_again(interaction, custom_id)
         elif custom_id.startswith(QUEUE_PREFIX):
             await self.decide_click(interaction, custom_id)
         elif custom_id.startswith(DEMO_BUTTON_PREFIX):
@@ -380,9 +382,29 @@ class DiscordApp:
             log.warning("opening a form for interaction %s failed", interaction.id, exc_info=True)
 
     async def open_second_form(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
-        if decode_draft(custom_id) is None:
+        """The second form, filled in with what a refused try of it had."""
+        draft = decode_draft(custom_id)
+        if draft is None:
             return await self.stale(interaction, custom_id)
-        await self.open_form(interaction, layout.explain_form(custom_id))
+        typed = await self.typed_form(interaction, draft)
+        await self.open_form(interaction, layout.explain_form(custom_id, typed))
+
+    async def open_first_form_again(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
+        """A refused first form, opened again with what the member had typed."""
+        draft = decode_draft(custom_id, RETRY_PREFIX)
+        if draft is None:
+            return await self.stale(interaction, custom_id)
+        typed = await self.typed_form(interaction, draft)
+        await self.open_form(interaction, layout.suggest_form(typed))
+
+    async def typed_form(self, interaction: discord.Interaction[Any], draft: int) -> SuggestionForm | None:
+        """What the member typed into a kept form of theirs (None: a form opened empty; its
+        submit says when it expired)."""
+        found = self.where(interaction)
+        if found is None:
+            return None
+        typed = await self.runtime.call(self.engine.suggestion_form, found[0], draft)
+        return typed if isinstance(typed, SuggestionForm) else None
 
     def admin(self, interaction: discord.Interaction[Any]) -> CommunityRef | None:
         """The community of an interaction by a member with Manage Server (checked at run time:

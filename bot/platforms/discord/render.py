@@ -39,6 +39,7 @@ from bot.core.values import (
     ScoreCard,
     SuggestionDecided,
     SuggestionDraft,
+    SuggestionForm,
     SuggestionItem,
     SuggestionQueue,
     SuggestionReceived,
@@ -199,33 +200,59 @@ _LIMITS = {"topic": 40, "level": 20, "prompt": 1000, "choices": 1200, "correct":
 _PARAGRAPHS = ("prompt", "choices", "whys", "trap", "refs", "note")
 
 
-def form(title: str, custom_id: str, fields: tuple[tuple[str, str], ...]) -> discord.ui.Modal:
-    """A modal of text inputs (Discord shows at most 5): `fields` are (custom_id, label). Its
-    submit is handled from the raw interaction (`DiscordApp.modal_submit`, after a restart too),
-    so it is stopped before it is sent and discord.py's view store does not keep it."""
+def form(
+    title: str, custom_id: str, fields: tuple[tuple[str, str], ...], values: dict[str, str] | None = None
+) -> discord.ui.Modal:
+    """A modal of text inputs (Discord shows at most 5): `fields` are (custom_id, label),
+    `values` what each input opens with (a refused form, again). Its submit is handled from
+    the raw interaction (`DiscordApp.modal_submit`, after a restart too), so it is stopped
+    before it is sent and discord.py's view store does not keep it."""
     modal = discord.ui.Modal(title=clip(title, MAX_MODAL_TITLE), custom_id=custom_id)
     for key, label in fields:
         style = discord.TextStyle.paragraph if key in _PARAGRAPHS else discord.TextStyle.short
+        limit = _LIMITS.get(key, MAX_INPUT)
+        typed = (values or {}).get(key, "")
         modal.add_item(
             discord.ui.TextInput(
                 label=clip(label, MAX_MODAL_TITLE),
                 custom_id=key,
                 style=style,
-                max_length=_LIMITS.get(key, MAX_INPUT),
+                max_length=limit,
+                default=typed[:limit] or None,
             )
         )
     modal.stop()
     return modal
 
 
-def suggest_form() -> discord.ui.Modal:
-    labels = wording.SUGGEST_LABELS
-    return form(wording.SUGGEST_TITLE, FIRST_FORM, tuple((key, labels[key]) for key in FIRST_FIELDS))
+def typed_values(typed: SuggestionForm | None) -> dict[str, str]:
+    """A form's inputs as the member typed them (multi-line inputs one entry a line)."""
+    if typed is None:
+        return {}
+    return {
+        "topic": typed.topic,
+        "level": typed.level,
+        "prompt": typed.prompt,
+        "choices": "\n".join(typed.choices),
+        "correct": typed.correct,
+        "whys": "\n".join(typed.whys),
+        "trap": typed.trap,
+        "refs": "\n".join(typed.refs),
+    }
 
 
-def explain_form(custom_id: str) -> discord.ui.Modal:
+def suggest_form(typed: SuggestionForm | None = None) -> discord.ui.Modal:
+    """The first /suggest form; `typed`: a refused one's values, to open it again filled in."""
     labels = wording.SUGGEST_LABELS
-    return form(wording.SUGGEST_TITLE_2, custom_id, tuple((key, labels[key]) for key in SECOND_FIELDS))
+    fields = tuple((key, labels[key]) for key in FIRST_FIELDS)
+    return form(wording.SUGGEST_TITLE, FIRST_FORM, fields, typed_values(typed))
+
+
+def explain_form(custom_id: str, typed: SuggestionForm | None = None) -> discord.ui.Modal:
+    """The second form (whys, trap, references), filled in with `typed` when it was refused."""
+    labels = wording.SUGGEST_LABELS
+    fields = tuple((key, labels[key]) for key in SECOND_FIELDS)
+    return form(wording.SUGGEST_TITLE_2, custom_id, fields, typed_values(typed))
 
 
 def note_form(custom_id: str) -> discord.ui.Modal:
@@ -242,6 +269,11 @@ def button_view(*buttons: tuple[str, str, discord.ButtonStyle]) -> discord.ui.Vi
 def continue_view(custom_id: str) -> discord.ui.View:
     """The button that opens the second form (a modal cannot open another modal)."""
     return button_view((custom_id, wording.SUGGEST_CONTINUE, discord.ButtonStyle.primary))
+
+
+def retry_view(custom_id: str) -> discord.ui.View:
+    """Under a refused form: the button that opens it again with what was typed."""
+    return button_view((custom_id, wording.SUGGEST_RETRY, discord.ButtonStyle.primary))
 
 
 def queue_item(item: SuggestionItem, head: str | None = None) -> Reply:
