@@ -10,7 +10,9 @@ CLI::
     python -m demos.estimate --preset gpt2-small [--batch B] [--seq S] [--gpu-gib G] [--json]
 
 A step here is: forward, backward, AdamW step, with gradients set to ``None`` before the
-step and the optimizer state already created (the steady state of training).
+step and the optimizer state already created (the steady state of training). The AdamW
+step is traced on the largest parameter alone, which gives the whole step's peak (see
+:func:`_one_parameter_adamw`).
 """
 
 from __future__ import annotations
@@ -174,15 +176,27 @@ def adamw_state_bytes(model: nn.Module) -> int:
     return sum(2 * p.numel() * p.element_size() + 4 for p in params)
 
 
-def _steady_state(opt: torch.optim.Optimizer) -> None:
-    """Create AdamW's state as its first step would (zeros), without running a step."""
-    for group in opt.param_groups:
-        for p in group["params"]:
-            opt.state[p] = {
-                "step": torch.tensor(0.0),
-                "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
-                "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format),
-            }
+def _largest_parameter(model: nn.Module) -> nn.Parameter:
+    return max({id(p): p for p in model.parameters()}.values(), key=lambda p: p.numel() * p.element_size())
+
+
+def _one_parameter_adamw(model: nn.Module) -> torch.optim.Optimizer:
+    """AdamW over the largest parameter only, its state created as a first step would.
+
+    Single-tensor AdamW (``foreach=False``) updates one parameter at a time in place, and
+    each update's temporaries die before the next begins; what is live during the step is
+    every gradient plus one parameter's temporaries, most for the largest. Stepping that
+    parameter alone gives the same peak as stepping them all, without tracing a step per
+    parameter; the state's bytes follow from the parameters (:func:`adamw_state_bytes`).
+    """
+    p = _largest_parameter(model)
+    opt = torch.optim.AdamW([p], lr=1e-4, foreach=False)
+    opt.state[p] = {
+        "step": torch.tensor(0.0),
+        "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
+        "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format),
+    }
+    return opt
 
 
 def _build(cfg: TransformerConfig, checkpointing: bool, kernels: str) -> nn.Module:
@@ -219,9 +233,7 @@ def measure_training_step(
         model = _build(cfg, checkpointing, kernels)
         model.train()
         ids = torch.randint(0, cfg.vocab, (batch, seq))
-        # foreach=False: one parameter at a time, the same code path on fake and real tensors
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
-        _steady_state(opt)
+        opt = _one_parameter_adamw(model)
         state_bytes = adamw_state_bytes(model)
         meter = LiveTensorMeter()
         check = profiler_allocations() if not fake else nullcontext()
