@@ -1,6 +1,6 @@
 """Time the demos as whole processes, beside `python -c "import torch"` (never a test).
 
-    .venv/bin/python bench/demo.py [--runs 2] [--charts DIR]
+    .venv/bin/python bench/demo.py [--runs 3] [--charts DIR]
 
 Each command runs --runs times as its own process; the best wall time and the largest
 peak RSS (the child's ru_maxrss, from os.wait4) are printed with the ratio to the import
@@ -45,7 +45,7 @@ def run_once(args: list[str]) -> tuple[float, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--charts", default=None)
     opts = parser.parse_args()
     load = os.getloadavg()[0]
