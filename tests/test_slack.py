@@ -94,6 +94,8 @@ class Slack:
             headers["X-Slack-Retry-Num"] = str(retry)
             headers["X-Slack-Retry-Reason"] = "http_timeout"
         async with self.session.post(self.url, data=body.encode(), headers=headers) as response:
+            if response.content_type == "application/json":
+                self.fake.check_ack(await response.json(), "HTTP ack")
             await response.read()
             return response
 
@@ -113,7 +115,9 @@ class Slack:
         async with self.session.post(self.url, data=body.encode(), headers=headers) as response:
             assert response.status == 200
             text = await response.text()
-        return json.loads(text) if text else {}
+        answer = json.loads(text) if text else {}
+        self.fake.check_ack(answer, "view_submission ack")
+        return answer
 
     async def event(self, event: dict[str, Any], event_id: str, team: str = "T1", **kw: Any) -> aiohttp.ClientResponse:
         return await self.post(json.dumps(event_body(event, team, event_id)), "application/json", **kw)

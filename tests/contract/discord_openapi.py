@@ -108,26 +108,33 @@ class DiscordContract:
         return f"at {at}: {error.message[:300]}"
 
     def check_request(self, method: str, path: str, query: set[str], body: Any) -> list[str]:
-        """What the document says is wrong with this request (empty: nothing). A multipart
-        body is checked as its payload_json part."""
+        """What the document says is wrong with this request (empty: nothing)."""
+        if self.operation(method, path) is None:
+            return [f"{method} {path}: the document has no such operation"]
+        return self.check_query(method, path, query) + self.check_body(method, path, body)
+
+    def check_query(self, method: str, path: str, query: set[str]) -> list[str]:
+        """Query parameters the operation does not document (Discord ignores them, so a
+        parameter the bot means is lost)."""
+        found = self.operation(method, path)
+        unknown = sorted(query - found.query) if found else []
+        if found is None or not unknown:
+            return []
+        return [f"{method} {found.template}: query parameters {unknown} are not documented"]
+
+    def check_body(self, method: str, path: str, body: Any) -> list[str]:
+        """What is wrong with the body (a multipart one: its payload_json part), which
+        Discord refuses with 400 Invalid Form Body."""
         found = self.operation(method, path)
         if found is None:
-            return [f"{method} {path}: the document has no such operation"]
-        problems = []
-        unknown = sorted(query - found.query)
-        if unknown:
-            problems.append(f"{method} {found.template}: query parameters {unknown} are not documented")
+            return []
         if body is None:
-            if found.body_required:
-                problems.append(f"{method} {found.template}: a body is required")
-            return problems
+            return [f"{method} {found.template}: a body is required"] if found.body_required else []
         if not found.has_body:
-            return [*problems, f"{method} {found.template}: the operation takes no body"]
+            return [f"{method} {found.template}: the operation takes no body"]
         where = found.pointer + pointer("requestBody", "content", "application/json", "schema")
         problem = self.describe(self.validator(where, strict=False), body)
-        if problem:
-            problems.append(f"{method} {found.template} request {problem}")
-        return problems
+        return [f"{method} {found.template} request {problem}"] if problem else []
 
     def check_response(self, method: str, path: str, status: int, body: Any) -> list[str]:
         """What the document says is wrong with this answer. 5xx answers are faults the tests

@@ -668,10 +668,11 @@ class FakeDiscord:
         body, files = await self.read_body(request)
         call = Call(request.method, path, body, time.monotonic(), files=files)
         self.calls.append(call)
-        problems = contract().check_request(request.method, path, set(request.query), body)
-        for problem in problems:
+        for problem in contract().check_request(request.method, path, set(request.query), body):
             self.breach(problem)
-        if problems:
+        if contract().operation(request.method, path) is None:
+            response = self.error(404, 0, "404: Not Found")
+        elif contract().check_body(request.method, path, body):
             response = self.error(400, 50035, "Invalid Form Body")
         else:
             response = await self.answer(request, path, body, files, call)

@@ -21,6 +21,12 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.contract import ledger
+from tests.contract.slack_models import check_ack, check_blocks, check_method, check_view, web_api_methods
+
+MESSAGE_METHODS = ("chat.postMessage", "chat.postEphemeral", "chat.update", "chat.scheduleMessage")
+VIEW_METHODS = ("views.publish", "views.open", "views.update", "views.push")
+
 
 @dataclass
 class Call:
@@ -71,6 +77,7 @@ class FakeSlack:
         self._sockets: list[web.WebSocketResponse] = []
         self._changed = asyncio.Event()
         self.connections = 0
+        self.contract_violations: list[str] = []  # what slack_sdk's models and client say is wrong
 
     # ------------------------------------------------------------------ server
 
@@ -142,6 +149,28 @@ class FakeSlack:
         self.calls.append(call)
         self._changed.set()
 
+    def _breach(self, problems: list[str]) -> bool:
+        """Contract violations (slack_sdk's Block Kit models, its client's methods): kept here
+        and in the ledger that fails the test. True when there were any."""
+        for problem in problems:
+            self.contract_violations.append(problem)
+            ledger.record(f"fake Slack: {problem}")
+        return bool(problems)
+
+    def check_ack(self, body: Any, where: str = "ack") -> None:
+        """An ack's body as Slack reads it (a view_submission's response_action update or push
+        carries a view): for the HTTP acks a test receives itself."""
+        self._breach(check_ack(body, where))
+
+    @staticmethod
+    def _contract(method: str, params: dict[str, Any]) -> list[str]:
+        problems = check_method(method)
+        if method in MESSAGE_METHODS and params.get("blocks") is not None:
+            problems += check_blocks(params["blocks"], method)
+        if method in VIEW_METHODS:
+            problems += check_view(params.get("view"), method)
+        return problems
+
     # ------------------------------------------------------------------ web API
 
     async def _api(self, request: web.Request) -> web.Response:
@@ -156,6 +185,9 @@ class FakeSlack:
         auth = request.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ").strip() or params.pop("token", None)
         self._record(Call(method, params, token, request.method))
+        if self._breach(self._contract(method, params)):
+            error = "invalid_arguments" if method in VIEW_METHODS else "invalid_blocks"
+            return self._json({"ok": False, "error": "unknown_method" if method not in web_api_methods() else error})
         queued = self.failures.get(method)
         if queued:
             failure = queued[0]
@@ -186,7 +218,16 @@ class FakeSlack:
         )
 
     def _auth_test(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "team_id": team, "team": f"team {team}", "user_id": f"UB{team}", "bot_id": f"B{team}"}
+        return {
+            "ok": True,
+            "url": f"https://{team.lower()}.slack.com/",
+            "team": f"team {team}",
+            "user": "studybot",
+            "team_id": team,
+            "user_id": f"UB{team}",
+            "bot_id": f"B{team}",
+            "is_enterprise_install": False,
+        }
 
     def _check_channel(self, channel: str) -> str | None:
         if channel.startswith(("U", "D")):
@@ -225,7 +266,16 @@ class FakeSlack:
         if error:
             return {"ok": False, "error": error}
         ts = f"1700000000.{next(self._ts):06d}"
-        message = {"ts": ts, "text": params.get("text"), "blocks": params.get("blocks")}
+        message = {
+            "type": "message",
+            "user": f"UB{team}",
+            "bot_id": f"B{team}",
+            "app_id": "A1",
+            "team": team,
+            "ts": ts,
+            "text": params.get("text"),
+            "blocks": params.get("blocks"),
+        }
         if params.get("thread_ts"):
             thread = params["thread_ts"]
             if (channel, thread) not in self.messages:
@@ -256,7 +306,7 @@ class FakeSlack:
             view = json.loads(view)
         if not view or len(view.get("blocks", [])) > 100:
             return {"ok": False, "error": "invalid_arguments"}
-        return {"ok": True, "view": {"id": "V1"}}
+        return {"ok": True, "view": self._view_answer(team, view, "V1")}
 
     def _views_open(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
         """A modal: a trigger id, at most 100 blocks, a title of 24 characters, unique block
@@ -279,8 +329,12 @@ class FakeSlack:
             or any(not b.get("label") or not (b.get("element") or {}).get("action_id") for b in inputs)
         ):
             return {"ok": False, "error": "invalid_arguments"}
-        view_id = f"V{next(self._ts)}"
-        return {"ok": True, "view": {**view, "id": view_id, "team_id": team, "state": {"values": {}}}}
+        return {"ok": True, "view": self._view_answer(team, view, f"V{next(self._ts)}")}
+
+    @staticmethod
+    def _view_answer(team: str, view: dict[str, Any], view_id: str) -> dict[str, Any]:
+        """A view as views.open and views.publish answer with it (and view payloads carry it)."""
+        return view_as_slack_sends(view, team, view_id)
 
     def _users_info(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
         user_id = str(params.get("user"))
@@ -309,6 +363,8 @@ class FakeSlack:
     async def _respond(self, request: web.Request) -> web.Response:
         body = await request.json()
         self._record(Call("response_url", body, None, "POST", url=request.match_info["name"]))
+        if body.get("blocks") is not None and self._breach(check_blocks(body["blocks"], "response_url")):
+            return web.Response(status=400, text="invalid_blocks")
         return web.Response(text="ok")
 
     async def _upload(self, request: web.Request) -> web.Response:
@@ -332,6 +388,7 @@ class FakeSlack:
                     data = json.loads(message.data)
                     if "envelope_id" in data:
                         self.acks[data["envelope_id"]] = data.get("payload") or {}
+                        self._breach(check_ack(data.get("payload"), "Socket Mode ack"))
                         self._record(Call("socket_ack", data, None, "WS"))
         finally:
             self._sockets.remove(ws)
@@ -391,12 +448,16 @@ def command_body(command: str, text: str, user: str, team: str, channel: str, re
             "response_url": response_url,
             "trigger_id": "trig.1",
             "api_app_id": "A1",
+            "token": "legacy",
+            "is_enterprise_install": "false",
         }
     )
 
 
 def command_payload(command: str, text: str, user: str, team: str, channel: str, response_url: str) -> dict[str, str]:
-    return dict(urllib.parse.parse_qsl(command_body(command, text, user, team, channel, response_url)))
+    return dict(
+        urllib.parse.parse_qsl(command_body(command, text, user, team, channel, response_url), keep_blank_values=True)
+    )
 
 
 def click_payload(
@@ -409,16 +470,20 @@ def click_payload(
     user_team: str | None = None,
     ephemeral: bool = False,
 ) -> dict[str, Any]:
-    """A block_actions payload. `team` is the workspace of the message (Slack puts the host's
-    id there even when the clicking user is a Slack Connect member of `user_team`)."""
+    """A block_actions payload (the documented keys: Slack's block_actions reference, bolt-js's
+    BlockAction type). `team` is the workspace of the message (Slack puts the host's id there
+    even when the clicking user is a Slack Connect member of `user_team`)."""
     return {
         "type": "block_actions",
         "api_app_id": "A1",
+        "token": "legacy",
+        "is_enterprise_install": False,
+        "enterprise": None,
         "team": {"id": team, "domain": team.lower()},
         "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": user_team or team},
         "channel": {"id": channel, "name": channel.lower()},
         "container": {"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": ephemeral},
-        "message": {"ts": ts, "type": "message"},
+        "message": {"type": "message", "ts": ts, "text": "", "user": f"UB{team}", "bot_id": f"B{team}"},
         "response_url": response_url,
         "trigger_id": "trig.2",
         "actions": [
@@ -426,6 +491,7 @@ def click_payload(
                 "type": "button",
                 "action_id": action_id,
                 "block_id": "b1",
+                "text": {"type": "plain_text", "text": "?", "emoji": True},
                 "value": action_id,
                 "action_ts": "1700000100.000001",
             }
@@ -453,18 +519,40 @@ def view_submission_payload(
     return {
         "type": "view_submission",
         "api_app_id": "A1",
+        "token": "legacy",
+        "is_enterprise_install": False,
+        "enterprise": None,
         "team": {"id": team, "domain": team.lower()},
         "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": team},
         "trigger_id": "trig.3",
-        "view": {
-            **view,
-            "id": view_id,
-            "team_id": team,
-            "state": {"values": state},
-            "hash": "h1",
-            "private_metadata": view.get("private_metadata", ""),
-        },
+        "view": {**view_as_slack_sends(view, team, view_id), "state": {"values": state}},
         "response_urls": [],
+    }
+
+
+def view_as_slack_sends(view: dict[str, Any], team: str, view_id: str) -> dict[str, Any]:
+    """A view as Slack answers with it and sends it in payloads: the view the app sent plus
+    the keys Slack adds (bolt-js's ViewOutput type)."""
+    plain = {"type": "plain_text", "emoji": True}
+    return {
+        "close": None,
+        "submit": None,
+        "callback_id": "",
+        "external_id": "",
+        **view,
+        **{k: {**plain, **view[k]} for k in ("title", "close", "submit") if isinstance(view.get(k), dict)},
+        "id": view_id,
+        "team_id": team,
+        "app_id": "A1",
+        "app_installed_team_id": team,
+        "bot_id": f"B{team}",
+        "state": {"values": {}},
+        "hash": "h1",
+        "private_metadata": view.get("private_metadata", ""),
+        "root_view_id": view_id,
+        "previous_view_id": None,
+        "clear_on_close": bool(view.get("clear_on_close", False)),
+        "notify_on_close": bool(view.get("notify_on_close", False)),
     }
 
 
@@ -473,13 +561,36 @@ def form_payload(payload: dict[str, Any]) -> str:
 
 
 def event_body(event: dict[str, Any], team: str, event_id: str) -> dict[str, Any]:
+    """An Events API envelope (bolt-js's EnvelopedEvent) around `event`, completed with the keys
+    Slack sends that a test left out (event_ts; a message's channel_type; app_home_opened's
+    channel, the member's DM with the app)."""
     return {
         "token": "legacy",
         "team_id": team,
         "api_app_id": "A1",
-        "event": event,
+        "event": complete_event(event),
         "type": "event_callback",
         "event_id": event_id,
         "event_time": 1700000000,
-        "authorizations": [{"team_id": team, "user_id": f"UB{team}", "is_bot": True}],
+        "event_context": f"4-{event_id}",
+        "is_ext_shared_channel": False,
+        "authorizations": [
+            {
+                "enterprise_id": None,
+                "team_id": team,
+                "user_id": f"UB{team}",
+                "is_bot": True,
+                "is_enterprise_install": False,
+            }
+        ],
     }
+
+
+def complete_event(event: dict[str, Any]) -> dict[str, Any]:
+    found = {"event_ts": event.get("ts") or "1700000000.000100", **event}
+    if found["type"] == "message" and "channel" in found:
+        kinds = {"D": "im", "G": "group", "C": "channel"}
+        found.setdefault("channel_type", kinds.get(str(found["channel"])[:1], "channel"))
+    if found["type"] == "app_home_opened" and "user" in found:
+        found.setdefault("channel", "D" + str(found["user"]).removeprefix("U"))
+    return found
