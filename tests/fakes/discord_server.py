@@ -9,7 +9,11 @@ when a test asks for them, unknown channels (10003) and closed DMs (50007), refu
 picks for chosen requests (403 50013 Missing Permissions, 404 10003 Unknown Channel: `refuse`),
 interaction follow-ups and edits in a deleted channel (404 10003), and modals as
 Discord checks them (at most 5 text inputs, 45-character title and labels, never the answer to
-a modal's own submit, whose values come back only for the inputs the modal had)."""
+a modal's own submit, whose values come back only for the inputs the modal had).
+
+Beside those limits, every request and answer is checked against Discord's OpenAPI document
+(tests/contract/discord_openapi.py); what it finds lands in `contract_violations` and fails
+the test (tests/conftest.py)."""
 
 from __future__ import annotations
 

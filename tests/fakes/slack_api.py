@@ -5,7 +5,11 @@ code exchange, and a Socket Mode websocket that pushes envelopes and records the
 It behaves like Slack where the adapter depends on it: tokens are checked, a bot posts only in
 channels it is a member of (not_in_channel) that exist (channel_not_found), Block Kit limits
 are enforced (50 blocks, 3000 characters a section, 255 an action_id, 75 a button label), and
-a rate limit answers 429 with Retry-After. Every call is recorded; tests assert on them."""
+a rate limit answers 429 with Retry-After. Every call is recorded; tests assert on them.
+
+Every blocks array, view and ack also goes through slack_sdk's Block Kit models, and every
+method must be one AsyncWebClient has (tests/contract/slack_models.py); what they refuse lands
+in `contract_violations` and fails the test (tests/conftest.py)."""
 
 from __future__ import annotations
 
