@@ -11,12 +11,14 @@ import asyncio
 import importlib
 import importlib.util
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bot.config import Settings
 from bot.core.engine import StudyEngine
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from bot.platforms.console import ConsoleOptions
     from bot.platforms.runtime import Runtime
 
@@ -32,6 +34,14 @@ class PlatformApp(Protocol):
         """Connect and serve until closed."""
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class ServesHttp(Protocol):
+    """An adapter whose HTTP endpoints the web page's server can serve (Slack over HTTP)."""
+
+    def http_routes(self) -> list[web.RouteDef]:
+        """Its routes; once taken, the adapter starts no server of its own."""
 
 
 def adapters() -> tuple[str, ...]:
@@ -154,7 +164,9 @@ async def serve(
     if settings.web_port is not None:  # the study web page, on this loop, engine calls through the bridge
         from bot.web.app import start_web
 
-        web_server = await start_web(engine, settings, runtime.bridge.run)
+        # a platform's HTTP endpoints (Slack's /slack/events) on the page's port: one port to expose
+        routes = [route for app in apps for route in (app.http_routes() if isinstance(app, ServesHttp) else [])]
+        web_server = await start_web(engine, settings, runtime.bridge.run, routes)
     tasks = [asyncio.create_task(app.run(), name=f"run-{name}") for app, name in zip(apps, platforms, strict=True)]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)

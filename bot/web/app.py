@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -348,11 +348,19 @@ class WebServer:
             self._runner = None
 
 
-async def start_web(engine: StudyEngine, settings: Any, run: Callable[..., Awaitable[Any]] | None = None) -> WebServer:
-    """The page on STUDYBOT_WEB_HOST:STUDYBOT_WEB_PORT, started on the running loop."""
+async def start_web(
+    engine: StudyEngine,
+    settings: Any,
+    run: Callable[..., Awaitable[Any]] | None = None,
+    routes: Sequence[web.RouteDef] = (),
+) -> WebServer:
+    """The page on STUDYBOT_WEB_HOST:STUDYBOT_WEB_PORT, started on the running loop; `routes`:
+    a platform's HTTP endpoints served beside it (Slack's /slack/events), one port for both."""
     from bot.web.links import make_links
 
-    server = WebServer(build_app(engine, make_links(settings), run), settings.web_host, settings.web_port)
+    app = build_app(engine, make_links(settings), run)
+    app.add_routes(routes)
+    server = WebServer(app, settings.web_host, settings.web_port)
     await server.start()
     return server
 

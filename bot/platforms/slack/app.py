@@ -67,6 +67,7 @@ class SlackBot:
         self._socket: Any = None
         self._stopped = asyncio.Event()
         self.port: int | None = None  # the bound port once serving HTTP
+        self.mounted = False  # Slack's routes are served by the web page's server (one port)
         signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
         if self.oauth:
             from bot.platforms.slack.oauth import oauth_settings
@@ -196,9 +197,26 @@ class SlackBot:
             self._socket = AsyncSocketModeHandler(self.app, self.settings.slack_app_token.get_secret_value())
             await self._socket.connect_async()
             log.info("slack: connected over Socket Mode")
+        elif self.mounted:
+            log.info("slack: %s served on the web page's port", EVENTS_PATH)
         else:
             await self.start_http(self.settings.host, self.settings.port)
         await self._stopped.wait()
+
+    def http_routes(self) -> list[web.RouteDef]:
+        """Bolt's HTTP routes (/slack/events; /slack/install and /slack/oauth_redirect with
+        OAuth) for the web page's server to serve, so one port takes both; none over Socket
+        Mode. Once taken, `run` starts no server of its own."""
+        if self.settings.slack_app_token is not None and not self.oauth:
+            return []
+        bolt = self.app.web_app(path=EVENTS_PATH, port=self.settings.port)
+        routes = [
+            web.route(route.method, route.resource.canonical, route.handler)
+            for route in bolt.router.routes()
+            if route.resource is not None and route.method != "HEAD"
+        ]
+        self.mounted = True
+        return routes
 
     async def start_http(self, host: str, port: int) -> int:
         """Serve /slack/events (and /slack/install, /slack/oauth_redirect with OAuth); returns the port."""
