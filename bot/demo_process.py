@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import ROOT
-from bot.core.demo_result import CHART_ORDER
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +36,11 @@ class DemoFailure(Exception):
     def __init__(self, sentence: str) -> None:
         super().__init__(sentence)
         self.sentence = sentence
+
+
+# The order a result's charts are shown in, the memory timeline first: bot.core.demo_result's
+# CHART_ORDER (a worker host loads no bot.core; tests/test_demo_request.py compares the two).
+CHART_ORDER = ("timeline", "sweep", "budget", "memory")
 
 
 @dataclass(frozen=True)
