@@ -143,6 +143,10 @@ def test_a_local_demo_reports_each_strategy_then_posts_its_result(sqlite_engine:
     assert [row[0] for row in card.rows] == ["none", "block"] and card.rows[1][-1] == "identical"
     assert card.where and "torch" in card.where and "CPU threads" in card.where
     assert card.chart and Path(card.chart).read_bytes()[:4] == b"\x89PNG"
+    assert [Path(c.path).name for c in card.pictures()] == [
+        f"demo-{queued.job_id}.png",
+        f"demo-{queued.job_id}-memory.png",
+    ]
     assert sqlite_engine.demo_jobs()[0].state == "done"
 
 
@@ -219,6 +223,9 @@ def test_a_celery_worker_runs_the_demo_and_reports_progress(
     [(channel, card)] = posted(sqlite_engine)
     assert channel == CH and isinstance(card, DemoResultCard) and [r[0] for r in card.rows] == ["none", "block"]
     assert card.chart and Path(card.chart).read_bytes()[:4] == b"\x89PNG"  # the chart came back through Redis
+    # every chart came back, the memory timeline first (its path is the job's chart)
+    assert [c.kind for c in card.pictures()] == ["timeline", "memory"] and card.pictures()[0].path == card.chart
+    assert all(Path(c.path).read_bytes()[:4] == b"\x89PNG" for c in card.pictures())
     assert sqlite_engine.demo_jobs()[0].backend == "celery"
 
 
