@@ -222,10 +222,11 @@ class PracticeMixin(EngineBase):
         )
 
     def decide_suggestion(
-        self, community: CommunityRef, suggestion_id: int, action: str, note: str | None = None
+        self, community: CommunityRef, suggestion_id: int, action: str, note: str | None = None, queue: bool = False
     ) -> SuggestionDecided | Notice:
         """An admin's decision: approve (the question joins this community's bank), note
-        (returned to its author with what to change) or reject. The author is in the card."""
+        (returned to its author with what to change) or reject. The author is in the card;
+        with `queue`, the queue as it is after the decision too (to redraw the queue's message)."""
         action = action.strip().lower()
         if action not in ACTIONS:
             raise InvalidInput("Decide with approve, note or reject.")
@@ -245,6 +246,11 @@ class PracticeMixin(EngineBase):
             if action == "approve":
                 question_id = forms.question_id(record.id, question.prompt)
             tx.set_suggestion(record.id, state=ACTIONS[action], question_id=question_id, note=text, decided_at=now)
+            after = None
+            if queue:
+                waiting = tx.count_suggestions(config.id, "pending")
+                records = tx.suggestions(config.id, ("pending",), self.suggestion_policy.shown)
+                after = SuggestionQueue(config.name, tuple(self._item(r) for r in records), waiting)
         author = None
         if record.author_user is not None:
             author = UserRef(community.platform, community.community_id, record.author_user, record.author_name or "")
@@ -258,6 +264,7 @@ class PracticeMixin(EngineBase):
             question_id=question_id,
             note=text,
             author=author,
+            queue=after,
         )
 
     def decide_button(
@@ -267,7 +274,7 @@ class PracticeMixin(EngineBase):
         decoded = decode_decision(custom_id)
         if decoded is None:
             raise InvalidInput("That button is not one of this bot's queue buttons.")
-        return self.decide_suggestion(community, decoded[0], decoded[1], note)
+        return self.decide_suggestion(community, decoded[0], decoded[1], note, queue=True)
 
     def remove_question(self, community: CommunityRef, question_id: str) -> Notice:
         """Stop asking a member's question; the rounds that asked it and their answers stay."""

@@ -550,6 +550,7 @@ class SuggestionDecided:
     question_id: str | None
     note: str | None
     author: UserRef | None
+    queue: SuggestionQueue | None = None  # a button's decision: the queue as it is now (Slack redraws it)
 
 
 # Every card a member or an admin is shown, in a channel, privately or as a reply: each

@@ -882,6 +882,7 @@ class FakeDiscord:
             found.done.set()
         if kind == 7 and "message" in found.payload:  # update the clicked message
             self.edit_message(self.messages[found.payload["message"]["id"]], data, files)
+            found.original = self.messages[found.payload["message"]["id"]]  # what the member now sees
             found.done.set()
         if kind == 8:
             choices = data.get("choices", [])

@@ -422,15 +422,45 @@ class DiscordApp:
             return await self.refuse(interaction, wording.NEEDS_MANAGE_SERVER)
         if decoded[1] == "note":
             return await self.open_form(interaction, layout.note_form(custom_id))
-        await self.respond(
-            interaction, self.engine.decide_button, community, custom_id, after=self.notifier(interaction)
-        )
+        await self.decide(interaction, decoded[0], community, custom_id)
 
-    def notifier(self, interaction: discord.Interaction[Any]) -> Callable[[object], Awaitable[None]]:
-        async def after(result: object) -> None:
-            await self.tell_author(interaction, result)
-
-        return after
+    async def decide(
+        self,
+        interaction: discord.Interaction[Any],
+        suggestion_id: int,
+        community: CommunityRef,
+        custom_id: str,
+        *note: str,
+    ) -> None:
+        """An admin's decision (one engine call), answered by editing the queue item's own
+        message: the decision above it and its buttons disabled, so nobody clicks them again.
+        A refusal (a Problem) is answered privately instead."""
+        task = asyncio.ensure_future(self.runtime.call(self.engine.decide_button, community, custom_id, *note))
+        done, _ = await asyncio.wait({task}, timeout=ACK_WITHIN_S)
+        deferred = False
+        if not done:  # type 6: the clicked message is edited once the call is done
+            try:
+                await interaction.response.defer()
+                deferred = True
+            except discord.HTTPException as exc:
+                log.warning("deferring interaction %s failed: %s", interaction.id, send_failure(exc))
+        result = await task
+        try:
+            if isinstance(result, Problem) or interaction.message is None:
+                reply = layout.render(result)
+                if deferred:
+                    await interaction.followup.send(**reply.kwargs(), ephemeral=True)
+                else:
+                    await interaction.response.send_message(**reply.kwargs(), ephemeral=True)
+            else:
+                reply = layout.decided_item(layout.render(result).content or "", suggestion_id)
+                if deferred:
+                    await interaction.edit_original_response(content=reply.content, view=reply.view)
+                else:
+                    await interaction.response.edit_message(content=reply.content, view=reply.view)
+        except discord.HTTPException:
+            log.warning("answering interaction %s failed (the decision stands)", interaction.id, exc_info=True)
+        await self.tell_author(interaction, result)
 
     async def tell_author(self, interaction: discord.Interaction[Any], result: object) -> None:
         """The author of a decided suggestion is told by direct message; when their messages are
@@ -464,9 +494,10 @@ class DiscordApp:
             if community is None:
                 return await self.refuse(interaction, wording.NEEDS_MANAGE_SERVER)
             note = values.get(layout.NOTE_FIELD, "")
-            await self.respond(
-                interaction, self.engine.decide_button, community, custom_id, note, after=self.notifier(interaction)
-            )
+            decoded = decode_decision(custom_id)
+            if decoded is None:
+                return await self.stale(interaction, custom_id)
+            await self.decide(interaction, decoded[0], community, custom_id, note)
             return
         found = self.where(interaction)
         if found is None:

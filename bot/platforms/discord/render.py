@@ -16,6 +16,7 @@ import discord
 from bot.core import choices as codec
 from bot.core import wording
 from bot.core.demo_request import encode_demo_button
+from bot.core.practice import QUEUE_PREFIX
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
@@ -287,6 +288,21 @@ def queue_item(item: SuggestionItem, head: str | None = None) -> Reply:
     )
     body = embed(None, safe("\n".join(wording.queue_item_lines(item))))
     return Reply(content=head, embed=body, view=view)
+
+
+def decided_item(text: str, suggestion_id: int) -> Reply:
+    """A queue item's own message once decided: the decision above the suggestion (its embed
+    stays as it was) and its three buttons disabled."""
+    names = wording.SUGGEST_BUTTONS
+    view = discord.ui.View(timeout=None)
+    for action, style in (
+        ("approve", discord.ButtonStyle.success),
+        ("note", discord.ButtonStyle.secondary),
+        ("reject", discord.ButtonStyle.danger),
+    ):
+        custom_id = f"{QUEUE_PREFIX}{suggestion_id}:{action}"
+        view.add_item(AnswerButton(custom_id, label=clip(names[action], MAX_LABEL), style=style, disabled=True))
+    return Reply(content=safe(text), view=view)
 
 
 def queue(card: SuggestionQueue) -> Reply:

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 
 from bot.bridge import report_incident
@@ -212,11 +213,16 @@ class Listeners:
             )
             return
         if decoded[1] == "note":
-            await client.views_open(trigger_id=body.get("trigger_id"), view=render.note_modal(action_id))
+            queue_url = str(body.get("response_url") or "")
+            await client.views_open(trigger_id=body.get("trigger_id"), view=render.note_modal(action_id, queue_url))
             return
         card = await self.runtime.call(self.engine.decide_button, CommunityRef(PLATFORM, user.community_id), action_id)
-        message = render.render(card)
-        await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
+        if isinstance(card, SuggestionDecided):  # the queue's message redrawn: no live button for a decided one
+            message = render.decided_queue(card)
+            await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=True)
+        else:
+            message = render.render(card)
+            await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
         if isinstance(card, SuggestionDecided) and not await self._tell_author(client, card):
             await respond(text=wording.AUTHOR_DMS_CLOSED, response_type="ephemeral", replace_original=False)
 
@@ -270,10 +276,25 @@ class Listeners:
 
         async def work() -> None:
             card = await self._answer_view(ack, client, user.user_id, wording.NOTE_TITLE, decide())
+            queue_url = str(view.get("private_metadata") or "")
+            if isinstance(card, SuggestionDecided) and queue_url.startswith(("https://", "http://")):
+                await self._redraw_queue(queue_url, card)
             if isinstance(card, SuggestionDecided) and not await self._tell_author(client, card):
                 await self._direct(client, user.user_id)(wording.AUTHOR_DMS_CLOSED)
 
         await self._guard("note", work, self._direct(client, user.user_id))
+
+    @staticmethod
+    async def _redraw_queue(queue_url: str, card: SuggestionDecided) -> None:
+        """The queue message a note button was on, redrawn through its response_url (kept in
+        the note form's private_metadata); a failure is logged: the decision stands."""
+        message = render.decided_queue(card)
+        try:
+            await AsyncRespond(response_url=queue_url)(
+                text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=True
+            )
+        except Exception:
+            log.info("redrawing the queue after suggestion %s failed", card.suggestion_id, exc_info=True)
 
     async def _answer_view(self, ack: Any, client: Any, user_id: str, title: str, call: Awaitable[Card]) -> Card:
         """Answer a modal's submit with the engine's card as the ack: a refusal under its

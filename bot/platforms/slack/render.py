@@ -349,10 +349,21 @@ def field_errors(card: SuggestionRefused) -> dict[str, str]:
     return {block: _cut("; ".join(reasons), 1000) for block, reasons in errors.items()}
 
 
-def note_modal(note_id: str) -> dict[str, Any]:
-    """The queue's note button's form: one input; its callback_id is the button's id."""
+def note_modal(note_id: str, queue_url: str = "") -> dict[str, Any]:
+    """The queue's note button's form: one input; its callback_id is the button's id, its
+    private_metadata the queue message's response_url (redrawn once the note is sent)."""
     block = _input(NOTE_BLOCK, wording.NOTE_LABEL, _text_input(True, 500))
-    return _modal(note_id, wording.NOTE_TITLE, [block])
+    return _modal(note_id, wording.NOTE_TITLE, [block], queue_url[:3000])
+
+
+def decided_queue(card: SuggestionDecided) -> SlackMessage:
+    """The queue's message once a button decided: the decision, then the queue as it is now
+    (the decided suggestion and its buttons gone)."""
+    decided = wording.decided_admin(card)
+    if card.queue is None:
+        return _plain(decided)
+    rest = queue(card.queue)
+    return _message(f"{decided}\n{rest.text}", [section(decided), *rest.blocks])
 
 
 def answer_view(title: str, message: SlackMessage) -> dict[str, Any]:
