@@ -33,11 +33,12 @@ from bot.core.values import (
     Problem,
     QuestionCard,
     RevealCard,
+    SuggestionDecided,
     UserRef,
 )
 from bot.platforms import commands
 from bot.platforms.console.form import SuggestForm
-from bot.platforms.console.render import Message, render
+from bot.platforms.console.render import Message, author_notice, render
 from bot.platforms.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -153,6 +154,9 @@ class ConsoleApp:
         self.form: SuggestForm | None = None  # /suggest's guided prompts, while they run
         self.done = False
         self._posted = 0  # channel messages so far: a post's reference is its number
+        # Held from a line's engine call until its answer is printed: a post the line caused
+        # (a round resumed by /config, say) is printed after the answer, never before it.
+        self._turn = asyncio.Lock()
         self.screen = Screen(options.stdin or sys.stdin, options.stdout or sys.stdout, options.jsonl)
         self.emit = emit or self.screen.show
         self.reader = LineReader(lambda: self.screen.read(self.user.display_name))
@@ -167,11 +171,13 @@ class ConsoleApp:
     # ------------------------------------------------------------------ posting
 
     async def send(self, _channel: ChannelRef, card: Posted) -> str:
-        """A channel post from the outbox, printed; its reference is its number."""
-        for message in render(card):
-            self.emit(message)
-        self._posted += 1
-        return f"console:{self._posted}"
+        """A channel post from the outbox (or a decision to its author), printed; its reference
+        is its number."""
+        async with self._turn:  # after the answer of the line being handled, if any
+            for message in author_notice(card) if isinstance(card, SuggestionDecided) else render(card):
+                self.emit(message)
+            self._posted += 1
+            return f"console:{self._posted}"
 
     async def show_progress(self, card: DemoProgressCard) -> None:
         for message in render(card):
@@ -206,13 +212,14 @@ class ConsoleApp:
 
     async def handle(self, line: str) -> None:
         """One line in: the messages it answers with, then the channel posts it caused."""
-        try:
-            messages = await self._answer(line)
-        except Exception:  # a bug in the console itself: the chat goes on
-            incident = report_incident("console line")
-            messages = render(Problem(wording.BUG.format(incident=incident), incident=incident))
-        for message in messages:
-            self.emit(message)
+        async with self._turn:
+            try:
+                messages = await self._answer(line)
+            except Exception:  # a bug in the console itself: the chat goes on
+                incident = report_incident("console line")
+                messages = render(Problem(wording.BUG.format(incident=incident), incident=incident))
+            for message in messages:
+                self.emit(message)
         await self._deliver()
 
     async def _deliver(self) -> None:
