@@ -1051,6 +1051,7 @@ async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) 
     await slack.click(click_payload(f"sb1:sq:{numbers[0]}:approve", "UADMIN", "T1", "C1", "1.1", url, ephemeral=True))
     approved = (await slack.fake.wait_for("response_url", 5))[-1].params
     assert f"Suggestion #{numbers[0]} approved" in block_text(approved) and "member-" in block_text(approved)
+    assert await slack.runtime.deliver_now("slack") == 1  # the author's message goes through the outbox
     dm = (await slack.fake.wait_for("chat.postMessage", 1, channel="U1"))[-1].params
     assert "was approved" in block_text(dm)
 
@@ -1066,17 +1067,21 @@ async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) 
     assert slack.engine.suggestion_queue(community).waiting == 2
     answer = await slack.submit(view_submission_payload(note_view, {"note": note}, "UADMIN", "T1"))
     assert answer["response_action"] == "update" and "sent back to its author" in view_text(answer["view"])
+    await slack.fake.wait_for("response_url", 6)  # the queue's message redrawn: the decision is stored
+    assert await slack.runtime.deliver_now("slack") == 1
     dm = (await slack.fake.wait_for("chat.postMessage", 2, channel="U1"))[-1].params
     assert "sent back by the admins" in block_text(dm) and note in block_text(dm)
 
     # reject by a member on the operator's allow-list (no users.info needed)
     await slack.click(click_payload(f"sb1:sq:{numbers[2]}:reject", "UALLOWED", "T1", "C1", "1.1", url, ephemeral=True))
+    await slack.fake.wait_for("response_url", 7)
+    assert await slack.runtime.deliver_now("slack") == 1
     dm = (await slack.fake.wait_for("chat.postMessage", 3, channel="U1"))[-1].params
     assert "was not accepted" in block_text(dm)
     assert slack.engine.suggestion_queue(community).waiting == 0
     # a decided one stays decided
     await slack.click(click_payload(f"sb1:sq:{numbers[2]}:approve", "UADMIN", "T1", "C1", "1.1", url, ephemeral=True))
-    again = (await slack.fake.wait_for("response_url", 7))[-1].params
+    again = (await slack.fake.wait_for("response_url", 8))[-1].params
     assert "already decided" in block_text(again)
 
     # the approved question is the workspace's next daily round
@@ -1097,15 +1102,19 @@ async def test_typed_decision_tells_the_author_too(slack: Slack) -> None:
     await slack.command(CONFIG_COMMAND, f"reject {card.suggestion_id}", user="UALLOWED")  # type: ignore[union-attr]
     reply = (await slack.fake.wait_for("response_url", 1))[-1].params
     assert "rejected" in block_text(reply)
+    assert await slack.runtime.deliver_now("slack") == 1
     dm = (await slack.fake.wait_for("chat.postMessage", 1, channel="U1"))[-1].params
     assert "was not accepted" in block_text(dm)
 
-    # an author Slack will not deliver to: the decision stands, the admin is told
+    # an author Slack will not deliver to: the decision stands, and admins see it in /config
     card = slack.engine.suggest(author, ChannelRef("slack", "T1", "C1"), good_form())
-    slack.fake.fail("chat.postMessage", "user_not_found")
+    slack.fake.fail("chat.postMessage", "channel_not_found")
     await slack.command(CONFIG_COMMAND, f"approve {card.suggestion_id}", user="UALLOWED")  # type: ignore[union-attr]
-    replies = [block_text(c.params) for c in await slack.fake.wait_for("response_url", 3)]
-    assert "approved" in replies[-2] and "could not be told" in replies[-1]
+    replies = [block_text(c.params) for c in await slack.fake.wait_for("response_url", 2)]
+    assert "approved" in replies[-1]
+    assert await slack.runtime.deliver_now("slack") == 0
+    [alert] = slack.engine.undelivered(CommunityRef("slack", "T1"))
+    assert f"decision on suggestion #{card.suggestion_id}" in alert and "channel_not_found" in alert  # type: ignore[union-attr]
     assert slack.engine.suggestion_queue(CommunityRef("slack", "T1")).waiting == 0
 
 

@@ -17,7 +17,15 @@ from bot.core.errors import NotFound
 from bot.core.item_analysis import ItemStats
 from bot.core.ports import StoreTx
 from bot.core.records import OutboxRecord
-from bot.core.values import ChannelRef, CommunityRef, Delivery, LeaderboardCard, Posted, RevealCard
+from bot.core.values import (
+    ChannelRef,
+    CommunityRef,
+    Delivery,
+    LeaderboardCard,
+    Posted,
+    RevealCard,
+    SuggestionDecided,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +52,10 @@ class OutboxMixin(EngineBase):
 
     delivery: DeliveryPolicy
 
-    # Provided by RoundsMixin and BoardsMixin.
+    # Provided by RoundsMixin, BoardsMixin and PracticeMixin.
     _reveal: Callable[[StoreTx, int], RevealCard]
     _flagged: Callable[[StoreTx, int], list[ItemStats]]
+    _decided: Callable[[StoreTx, int, CommunityRef], SuggestionDecided]
 
     # ------------------------------------------------------------------ outbox
 
@@ -91,6 +100,8 @@ class OutboxMixin(EngineBase):
             return self._card(round_row, self._question(round_row.question_id, tx))
         if row.kind == "reveal":
             return self._reveal(tx, int(row.key))
+        if row.kind == "decision":  # to the author of a member's question, privately
+            return self._decided(tx, int(row.key), CommunityRef(row.platform, row.community))
         board = scoring.rank_rows(tx.board(row.community_id, row.key))
         flagged = tuple(stats.question_id for stats in self._flagged(tx, row.community_id))
         return LeaderboardCard(community=row.community, scope=row.key, rows=tuple(r for _, r in board), flagged=flagged)
@@ -137,9 +148,12 @@ class OutboxMixin(EngineBase):
 
     @staticmethod
     def _alert(row: OutboxRecord) -> str:
-        what = {"question": f"daily round #{row.key}", "reveal": f"reveal of round #{row.key}"}.get(
-            row.kind, f"leaderboard {row.key}"
-        )
+        what = {
+            "question": f"daily round #{row.key}",
+            "reveal": f"reveal of round #{row.key}",
+            "demo": f"result of demo #{row.key}",
+            "decision": f"decision on suggestion #{row.key} (to its author's messages)",
+        }.get(row.kind, f"leaderboard {row.key}")
         tries = f"{row.attempts} tr{'y' if row.attempts == 1 else 'ies'}"
         if row.state == "failed":
             return f"Could not post the {what} in channel {row.channel_id} ({tries}, gave up): {row.last_error}"

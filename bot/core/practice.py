@@ -246,6 +246,8 @@ class PracticeMixin(EngineBase):
             if action == "approve":
                 question_id = forms.question_id(record.id, question.prompt)
             tx.set_suggestion(record.id, state=ACTIONS[action], question_id=question_id, note=text, decided_at=now)
+            if record.author_user is not None:  # the author hears it through the outbox, retried like posts
+                tx.enqueue(config.id, record.author_user, "decision", str(record.id), now)
             after = None
             if queue:
                 waiting = tx.count_suggestions(config.id, "pending")
@@ -265,6 +267,25 @@ class PracticeMixin(EngineBase):
             note=text,
             author=author,
             queue=after,
+        )
+
+    @staticmethod
+    def _decided(tx: StoreTx, suggestion_id: int, community: CommunityRef) -> SuggestionDecided:
+        """A decided suggestion as its author is told it (the outbox rebuilds it to send)."""
+        record = tx.get_suggestion(suggestion_id)
+        if record is None or record.state not in ACTIONS.values():
+            raise NotFound(f"Suggestion #{suggestion_id} is gone or no longer decided as it was.")
+        if record.author_user is None:
+            raise NotFound(f"The author of suggestion #{suggestion_id} asked to be forgotten.")
+        question = forms.from_body("pending", record.topic, record.body)
+        author = UserRef(community.platform, community.community_id, record.author_user, record.author_name or "")
+        return SuggestionDecided(
+            suggestion_id=record.id,
+            action=record.state,
+            prompt=question.prompt,
+            question_id=record.question_id,
+            note=record.note,
+            author=author,
         )
 
     def decide_button(

@@ -302,8 +302,7 @@ class AnswerWithHome:
     home: HomeCard | None
 
 
-# The cards the outbox posts in a channel (each is also a Card).
-Posted = QuestionCard | RevealCard | LeaderboardCard | DemoResultCard | DemoFailedCard
+# Posted (the cards the outbox sends) is defined after the suggestion cards, below.
 
 
 @dataclass(frozen=True)
@@ -551,6 +550,11 @@ class SuggestionDecided:
     note: str | None
     author: UserRef | None
     queue: SuggestionQueue | None = None  # a button's decision: the queue as it is now (Slack redraws it)
+
+
+# The cards the outbox posts (each is also a Card): in a channel, and a decision on a member's
+# question to its author privately (the outbox row's channel is the author's user id).
+Posted = QuestionCard | RevealCard | LeaderboardCard | DemoResultCard | DemoFailedCard | SuggestionDecided
 
 
 # Every card a member or an admin is shown, in a channel, privately or as a reply: each

@@ -514,7 +514,6 @@ SUGGEST_STEPS = {
 SUGGEST_DONE_HINT = ", or done"
 SUGGEST_STARTED = "Suggesting a question: answer each prompt (/cancel stops)."
 FORM_EXPIRED = "That form has expired; start again with /suggest."
-AUTHOR_DMS_CLOSED = "The author could not be told by direct message (theirs are closed); the decision stands."
 SUGGEST_CANCELLED = "Suggestion cancelled; nothing was sent."
 
 

@@ -16,7 +16,15 @@ from typing import ParamSpec, TypeVar
 
 from bot.bridge import Bridge
 from bot.core.engine import StudyEngine
-from bot.core.values import CommunityRef, ConfigCard, DemoProgressCard, DemoQueued, Problem, QuestionCard
+from bot.core.values import (
+    CommunityRef,
+    ConfigCard,
+    DemoProgressCard,
+    DemoQueued,
+    Problem,
+    QuestionCard,
+    SuggestionDecided,
+)
 from bot.delivery import AsyncSend, Deliverer, wake_or_timeout
 from bot.jobs import DemoJobRunner
 from bot.schedule import StudyScheduler
@@ -106,7 +114,7 @@ class Runtime:
         A call that opened a round or changed settings wakes the deliverers and re-arms the
         scheduler for that community."""
         result = await self.bridge.call(method, *args, **kwargs)
-        if isinstance(result, QuestionCard) and result.kind == "daily":
+        if (isinstance(result, QuestionCard) and result.kind == "daily") or isinstance(result, SuggestionDecided):
             self.wake()
         if isinstance(result, DemoQueued) and self.demo_runner is not None:
             self.demo_runner.wake()

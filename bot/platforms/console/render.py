@@ -59,6 +59,12 @@ def _indent_lines(lines: Iterable[str]) -> list[str]:
     return [f"  {line}" for line in lines]
 
 
+def author_notice(card: SuggestionDecided) -> list[Message]:
+    """The decision as its author is told it (delivered through the outbox)."""
+    author = {"author": card.author.display_name if card.author else None, "action": card.action}
+    return [Message("user", "author_notice", wording.decided_author(card), author)]
+
+
 def render(card: Card) -> list[Message]:
     """Lay an engine card out as console messages; the words come from bot.core.wording."""
     match card:
@@ -176,11 +182,7 @@ def render(card: Card) -> list[Message]:
             return [Message("user", "queue", "\n".join(lines), data)]
         case SuggestionDecided():
             data = {"suggestion_id": card.suggestion_id, "action": card.action, "question_id": card.question_id}
-            messages = [Message("user", "decided", wording.decided_admin(card), data)]
-            if card.author is not None:
-                author = {"author": card.author.display_name, "action": card.action}
-                messages.append(Message("user", "author_notice", wording.decided_author(card), author))
-            return messages
+            return [Message("user", "decided", wording.decided_admin(card), data)]
         case Problem():
             problem_data: dict[str, Any] = {"message": card.text}
             if card.incident:

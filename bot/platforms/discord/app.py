@@ -13,7 +13,8 @@ Runtime and renders the card that comes back.
 - /suggest: a first modal (topic, level, prompt, choices, the right one) kept as a draft, then
   a button opening the second (the whys, the trap, a reference): a modal cannot answer a
   modal. The admins' queue (/config suggestions) decides by buttons, a note by a one-input
-  modal; Manage Server is checked when they are used; the author is told by direct message.
+  modal; Manage Server is checked when they are used; the author is told by direct message
+  through the outbox (retried like posts, given up where admins see it).
 - The command tree is synced only when its hash differs from the one stored in the
   database for that target (a guild, or global)."""
 
@@ -460,26 +461,6 @@ class DiscordApp:
                     await interaction.response.edit_message(content=reply.content, view=reply.view)
         except discord.HTTPException:
             log.warning("answering interaction %s failed (the decision stands)", interaction.id, exc_info=True)
-        await self.tell_author(interaction, result)
-
-    async def tell_author(self, interaction: discord.Interaction[Any], result: object) -> None:
-        """The author of a decided suggestion is told by direct message; when their messages are
-        closed, the admin who decided is told so."""
-        if not isinstance(result, SuggestionDecided) or result.author is None:
-            return
-        if not result.author.user_id.isdigit():
-            return
-        try:
-            channel = await self.bot.create_dm(discord.Object(id=int(result.author.user_id)))
-            await channel.send(**layout.author_notice(result).kwargs())
-        except discord.HTTPException:
-            log.info("telling the author of suggestion %s failed", result.suggestion_id, exc_info=True)
-            try:
-                await interaction.followup.send(
-                    wording.AUTHOR_DMS_CLOSED, ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
-                )
-            except discord.HTTPException:
-                log.warning("answering interaction %s failed", interaction.id, exc_info=True)
 
     async def modal_submit(self, interaction: discord.Interaction[Any]) -> None:
         """A submitted form, by its id: the first /suggest form, the second (`sb1:sg:<draft>`)
@@ -587,6 +568,8 @@ class DiscordApp:
         await self.wait_ready()
         if not channel.channel_id.isdigit():
             raise SendFailed(f"'{channel.channel_id[:40]}' is not a Discord channel id", permanent=True)
+        if isinstance(card, SuggestionDecided):  # to its author: channel_id is their user id
+            return await self.tell_author(int(channel.channel_id), card)
         target = self.bot.get_partial_messageable(int(channel.channel_id), guild_id=int(channel.community_id))
         if isinstance(card, QuestionCard):
             reply = layout.daily_post(card)
@@ -600,6 +583,16 @@ class DiscordApp:
             raise send_failure(exc) from exc
         if isinstance(card, RevealCard) and card.question_ref and card.question_ref.isdigit():
             await self.edit_question(target, card)
+        return str(message.id)
+
+    async def tell_author(self, user_id: int, card: SuggestionDecided) -> str:
+        """The decision on a member's question, by direct message; closed messages (50007) are
+        permanent: given up where admins see it (/config)."""
+        try:
+            dm = await self.bot.create_dm(discord.Object(id=user_id))
+            message = await dm.send(**layout.author_notice(card).kwargs())
+        except Exception as exc:
+            raise send_failure(exc) from exc
         return str(message.id)
 
     async def edit_question(self, target: discord.PartialMessageable, card: RevealCard) -> None:

@@ -32,6 +32,7 @@ from bot.core.values import (
     Posted,
     QuestionCard,
     RevealCard,
+    SuggestionDecided,
 )
 from bot.platforms.runtime import Runtime
 from bot.platforms.slack import render
@@ -137,6 +138,8 @@ class SlackBot:
             case DemoFailedCard():
                 message = render.render(card)
                 return await self._edit_or_post(client, channel_id, card.message_ref, message)
+            case SuggestionDecided():  # to its author's messages with the app: channel_id is their user id
+                return await self._post(client, channel_id, render.author_notice(card))
         log.error("no Slack post for %s", type(card).__name__)
         return None
 

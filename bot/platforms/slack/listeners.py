@@ -177,8 +177,6 @@ class Listeners:
             return
         message = render.render(card)
         await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
-        if isinstance(card, SuggestionDecided) and not await self._tell_author(client, card):  # approve|note|reject N
-            await respond(text=wording.AUTHOR_DMS_CLOSED, response_type="ephemeral")
 
     async def _may_configure(self, client: Any, user_id: str) -> bool:
         """Workspace admins and owners (users.info), and the members the operator allowed."""
@@ -223,8 +221,6 @@ class Listeners:
         else:
             message = render.render(card)
             await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
-        if isinstance(card, SuggestionDecided) and not await self._tell_author(client, card):
-            await respond(text=wording.AUTHOR_DMS_CLOSED, response_type="ephemeral", replace_original=False)
 
     @staticmethod
     def _direct(client: Any, user_id: str) -> Callable[[str], Awaitable[None]]:
@@ -234,19 +230,6 @@ class Listeners:
             await client.chat_postMessage(channel=user_id, text=text)
 
         return send
-
-    async def _tell_author(self, client: Any, card: SuggestionDecided) -> bool:
-        """The author hears the decision in their messages with the app (not retried: logged);
-        False when that failed, for the admin to know."""
-        if card.author is None:
-            return True  # forgotten: nobody to tell
-        message = render.author_notice(card)
-        try:
-            await client.chat_postMessage(channel=card.author.user_id, text=message.text, blocks=message.blocks)
-        except SlackApiError as exc:
-            log.info("telling the author of suggestion %s failed: %s", card.suggestion_id, exc.response.get("error"))
-            return False
-        return True
 
     async def _suggest_submit(
         self, ack: Any, body: dict[str, Any], context: Any, client: Any, view: dict[str, Any]
@@ -279,8 +262,6 @@ class Listeners:
             queue_url = str(view.get("private_metadata") or "")
             if isinstance(card, SuggestionDecided) and queue_url.startswith(("https://", "http://")):
                 await self._redraw_queue(queue_url, card)
-            if isinstance(card, SuggestionDecided) and not await self._tell_author(client, card):
-                await self._direct(client, user.user_id)(wording.AUTHOR_DMS_CLOSED)
 
         await self._guard("note", work, self._direct(client, user.user_id))
 
