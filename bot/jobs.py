@@ -35,7 +35,7 @@ from bot.bridge import report_incident
 from bot.core.engine import StudyEngine
 from bot.core.errors import StudyBotError
 from bot.core.records import DemoJobRecord
-from bot.core.values import DemoProgressCard
+from bot.core.values import CommunityRef, DemoProgressCard
 from bot.core.wording import BUG
 from bot.delivery import wake_or_timeout
 from bot.demo_process import DemoFailure, DemoOutcome, Event, run_demo_process, save_charts
@@ -177,8 +177,12 @@ class DemoJobRunner:
         on_finished: Callable[[], None] | None = None,
         parallel: int = 1,
         poll_s: float = 2.0,
+        serves: Callable[[CommunityRef], bool] | None = None,
     ) -> None:
         self.engine = engine
+        # the communities whose demos this process runs (a Discord shard's guilds): their
+        # progress edits then come from the process connected to them; None: every community
+        self.serves = serves
         self.backend = backend
         self.out_dir = out_dir
         self.on_progress = on_progress
@@ -206,7 +210,7 @@ class DemoJobRunner:
         """At start: jobs a stopped process left running are failed and their askers told."""
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
-        failed = await asyncio.to_thread(self.engine.interrupted_demos)
+        failed = await asyncio.to_thread(self.engine.interrupted_demos, serves=self.serves)
         if failed:
             log.warning("%s demo(s) were running when the bot stopped: marked failed", failed)
             self._finished()
@@ -231,7 +235,7 @@ class DemoJobRunner:
             log.warning("%s", reason) if reason else log.info("the demo back end is reachable again")
             self.unavailable_reason = reason
         try:
-            job = await asyncio.to_thread(self.engine.claim_demo, self.name, self.backend.name)
+            job = await asyncio.to_thread(self.engine.claim_demo, self.name, self.backend.name, self.serves)
         except StudyBotError as exc:
             log.warning("claiming a demo job failed: %s", exc.message)
             return False

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -16,7 +17,7 @@ from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput
 from bot.core.records import DemoJobRecord
 from bot.core.text import clean_name
-from bot.core.values import ChannelRef, DemoProgressCard, DemoQueued, DemoRequest, UserRef
+from bot.core.values import ChannelRef, CommunityRef, DemoProgressCard, DemoQueued, DemoRequest, UserRef
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +95,14 @@ class DemoJobsMixin(EngineBase):
         with self.store.write() as tx:
             tx.set_demo_ref(job_id, message_ref)
 
-    def claim_demo(self, worker: str, backend: str) -> DemoJobRecord | None:
-        """The next demo to run (one at a time per community), marked running."""
+    def claim_demo(
+        self, worker: str, backend: str, serves: Callable[[CommunityRef], bool] | None = None
+    ) -> DemoJobRecord | None:
+        """The next demo to run (one at a time per community), marked running; with `serves`,
+        only of a community it accepts (a shard process runs its own guilds' demos)."""
+        accepts = None if serves is None else (lambda platform, community: serves(CommunityRef(platform, community)))
         with self.store.write() as tx:
-            return tx.claim_demo(worker, backend, self.now())
+            return tx.claim_demo(worker, backend, self.now(), accepts)
 
     def demo_progress(self, job_id: int, progress: dict[str, object]) -> DemoProgressCard | None:
         """Keep a running demo's progress (`total`, `info`, `rows`); the card shows it."""
@@ -125,12 +130,22 @@ class DemoJobsMixin(EngineBase):
         log.info("demo %s %s%s", job_id, state, f": {error}" if error else "")
         return True
 
-    def interrupted_demos(self, reason: str = "the bot restarted while it ran; ask again with /demo.") -> int:
+    def interrupted_demos(
+        self,
+        reason: str = "the bot restarted while it ran; ask again with /demo.",
+        serves: Callable[[CommunityRef], bool] | None = None,
+    ) -> int:
         """At start: demos left running by a process that stopped are failed, and their
-        askers told in the channel. Returns how many."""
+        askers told in the channel (with `serves`, only its communities': another shard
+        process's running demos are its own). Returns how many."""
         with self.store.read() as tx:
-            running = tx.demo_ids(("running",))
-        return sum(1 for job_id in running if self.demo_failed(job_id, reason))
+            running = [tx.get_demo(job_id) for job_id in tx.demo_ids(("running",))]
+        mine = [
+            job.id
+            for job in running
+            if job is not None and (serves is None or serves(CommunityRef(job.platform, job.community)))
+        ]
+        return sum(1 for job_id in mine if self.demo_failed(job_id, reason))
 
     def demo_jobs(self, limit: int = 50) -> list[DemoJobRecord]:
         """The newest demo jobs, newest first (for `studybot jobs`)."""

@@ -94,6 +94,8 @@ class Runtime:
             task = asyncio.create_task(self._deliver_forever(platform, wake), name=f"deliver-{platform}")
             self._tasks.append(task)
         if self.demo_runner is not None:
+            if self.demo_runner.serves is None:  # a shard process runs its own guilds' demos
+                self.demo_runner.serves = self.serves
             await self.demo_runner.start()
             self._tasks.append(asyncio.create_task(self.demo_runner.run_forever(), name="demo-jobs"))
         if schedule:

@@ -935,22 +935,29 @@ class SqlTx:
         row = self.conn.execute(self._jobs().where(col(DemoJob.id) == job_id)).first()
         return self._job(row) if row else None
 
-    def claim_demo(self, worker: str, backend: str, now: datetime) -> DemoJobRecord | None:
-        """The oldest queued job of a community with nothing running, marked running."""
+    def claim_demo(
+        self, worker: str, backend: str, now: datetime, serves: Callable[[str, str], bool] | None = None
+    ) -> DemoJobRecord | None:
+        """The oldest queued job of a community with nothing running, marked running; with
+        `serves` (platform, community id -> bool), only of the communities it accepts (a
+        Discord shard process runs its own guilds' demos, so their progress edits come from it)."""
         if self.dialect == "postgresql":
             # Row locks alone let two processes both see a community idle and each start one of
             # its jobs; claims are rare, so one transaction-scoped lock serializes them.
             self.conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DEMO_CLAIM_LOCK})
         busy = select(col(DemoJob.community_id)).where(col(DemoJob.state) == "running")
         query = (
-            select(col(DemoJob.id))
+            select(col(DemoJob.id), col(Community.platform), col(Community.external_id))
+            .join(Community, col(Community.id) == col(DemoJob.community_id))
             .where(col(DemoJob.state) == "queued", col(DemoJob.community_id).not_in(busy))
             .order_by(col(DemoJob.id))
-            .limit(1)
         )
+        if serves is None:
+            query = query.limit(1)
         if self.dialect == "postgresql":
-            query = query.with_for_update(skip_locked=True)
-        job_id = self.conn.execute(query).scalar()
+            query = query.with_for_update(skip_locked=True, of=DemoJob)
+        candidates = self.conn.execute(query).all()
+        job_id = next((r.id for r in candidates if serves is None or serves(r.platform, r.external_id)), None)
         if job_id is None:
             return None
         self.conn.execute(
