@@ -109,6 +109,7 @@ class Plan:
     members: tuple[Member, ...]
     faults: tuple[Fault, ...]
     forget: tuple[tuple[str, str, datetime], ...]  # (platform, user, when)
+    suggest: tuple[tuple[str, str, datetime, str], ...] = ()  # (platform, user, when, the admins' decision)
 
     @property
     def end(self) -> datetime:
@@ -153,7 +154,41 @@ def make_plan(seed: int, days: int, members: int, sqlite_db: bool) -> Plan:
         regulars = [m for m in people if m.platform == place.platform and m.habit == "daily"]
         if regulars:
             forget.append((place.platform, rng.choice(regulars).user, START + timedelta(days=days // 2, hours=14)))
-    return Plan(seed, days, tuple(people), tuple(faults), tuple(forget))
+    suggest = []
+    for _ in range(max(1, days // 5)):  # members' questions; an admin decides each a few hours later
+        for place in PLACES:
+            author = rng.choice([m for m in people if m.platform == place.platform])
+            when = START + timedelta(days=rng.randint(0, max(0, days - 2)), hours=rng.randint(1, 20))
+            suggest.append((place.platform, author.user, when, rng.choice(("approve", "reject", "note"))))
+    return Plan(seed, days, tuple(people), tuple(faults), tuple(forget), tuple(suggest))
+
+
+def suggestion_form(n: int) -> Any:
+    """A member's question that passes the bank's rules (the n-th, worded apart from the others)."""
+    from bot.core.values import SuggestionForm
+
+    subjects = ("a laptop CPU", "one small GPU", "two old GPUs", "a cloud notebook", "a shared workstation")
+    return SuggestionForm(
+        topic="fundamentals",
+        level=str(1 + n % 3),
+        prompt=f"Group {n} trains a model on {subjects[n % len(subjects)]}. Does activation checkpointing change "
+        "which answers the trained model gives?",
+        choices=(
+            "No: it changes memory and time, not what is learned",
+            "Yes: recomputed layers learn slightly different weights",
+            "Yes: the model skips the layers it recomputes",
+        ),
+        whys=(
+            "Checkpointing only trades memory for recomputation; the same forward runs again, so the gradients "
+            "and the trained weights are the same.",
+            "Recomputed layers run the very same forward again, so their gradients and the learned weights "
+            "match the run without checkpointing.",
+            "No layer is skipped: checkpointed layers run twice, once in the forward and once again in backward.",
+        ),
+        correct="A",
+        trap="Thinking recomputation is an approximation that changes what the model learns.",
+        refs=("PyTorch docs: torch.utils.checkpoint",),
+    )
 
 
 def fault_key(fault: Fault) -> str:
@@ -303,7 +338,7 @@ class FakePlatforms:
 
     def sender(self, platform: str) -> Any:
         async def send(channel: Any, card: Any) -> str:
-            from bot.core.values import LeaderboardCard, QuestionCard, RevealCard
+            from bot.core.values import LeaderboardCard, QuestionCard, RevealCard, SuggestionDecided
 
             if due_kill(self.kills, "in-send", self.clock.now):
                 pause("kill in-send")
@@ -322,6 +357,8 @@ class FakePlatforms:
                 record.update(kind="reveal", key=str(card.round_id))
             elif isinstance(card, LeaderboardCard):
                 record.update(kind="leaderboard", key=card.scope)
+            elif isinstance(card, SuggestionDecided):  # to its author, privately
+                record.update(kind="decision", key=str(card.suggestion_id))
             else:
                 record.update(kind=type(card).__name__, key="")
             record["t"] = self.clock.now.isoformat()
@@ -404,7 +441,9 @@ async def child(args: argparse.Namespace) -> None:
     fakes = FakePlatforms(plan, clock, posts, bank, kills, done_db, save)
     for place in PLACES:
         runtime.add_sender(place.platform, fakes.sender(place.platform))
-    done = {row["key"] for row in read_journal(work / "actions.jsonl")}
+    journal = read_journal(work / "actions.jsonl")
+    done = {row["key"] for row in journal}
+    suggested = {row["key"]: int(row["id"]) for row in journal if row["key"].startswith("suggest:") and row.get("id")}
     seen: list[dict[str, Any]] = [r for r in read_journal(work / "posts.jsonl") if r.get("kind") == "question"]
     by_user = {(m.platform, m.user): m for m in plan.members}
 
@@ -484,6 +523,12 @@ async def child(args: argparse.Namespace) -> None:
             tag = f"forget:{platform}:{user}"
             if when <= now and tag not in done:
                 jobs.append(forget(by_user[(platform, user)], tag))
+        for n, (platform, user, when, decision) in enumerate(plan.suggest):
+            tag, decided = f"suggest:{n}", f"decide:{n}"
+            if when <= now and tag not in done:
+                jobs.append(suggest(by_user[(platform, user)], n, tag))
+            elif tag in suggested and when + timedelta(hours=3) <= now and decided not in done:
+                jobs.append(decide(by_user[(platform, user)], suggested[tag], decision, decided))
         if jobs:
             await asyncio.gather(*jobs)
 
@@ -496,6 +541,26 @@ async def child(args: argparse.Namespace) -> None:
             await answer(member, card.round_id, pick(member, rng, right, len(card.choices)), card.kind, tag + ":answer")
         actions.write(key=tag, outcome=type(card).__name__, t=clock.now.isoformat())
         done.add(tag)
+
+    async def suggest(member: Member, n: int, tag: str) -> None:
+        place = _place(member.platform)
+        channel = ChannelRef(place.platform, place.community, channel_now(plan, place.platform, clock.now))
+        result = await runtime.call(engine.suggest, user_of(member), channel, suggestion_form(n))
+        if isinstance(result, Problem):
+            return  # the member tries again at the next step
+        number = getattr(result, "suggestion_id", None)
+        actions.write(key=tag, outcome=type(result).__name__, id=number, t=clock.now.isoformat())
+        done.add(tag)
+        if number is not None:
+            suggested[tag] = int(number)
+
+    async def decide(member: Member, number: int, decision: str, tag: str) -> None:
+        community = CommunityRef(member.platform, member.community)
+        note = "Say which PyTorch version the reference is about." if decision == "note" else None
+        result = await runtime.call(engine.decide_suggestion, community, number, decision, note)
+        if not isinstance(result, Problem):
+            actions.write(key=tag, outcome=type(result).__name__, t=clock.now.isoformat())
+            done.add(tag)
 
     async def forget(member: Member, tag: str) -> None:
         result = await runtime.call(engine.forget_me, user_of(member), True)
@@ -873,6 +938,12 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
             "late answers refused (closed)": outcomes["RoundClosed"],
             "answers refused under faults": outcomes["Problem"],
             "forget-me": sum(1 for a in acks if a.get("forgot")),
+            "members' questions (sent/refused)": "{}/{}".format(
+                outcomes["SuggestionReceived"], outcomes["SuggestionRefused"]
+            ),
+            "decisions told to authors (sent/given up)": "{}/{}".format(
+                kinds[("decision", "sent")], kinds[("decision", "failed")]
+            ),
             "faults: 429 bursts": fault_kinds["429"],
             "faults: 5xx bursts": fault_kinds["5xx"],
             "faults: channel deleted": fault_kinds["channel-deleted"],

@@ -41,6 +41,8 @@ def test_three_days_under_faults_lose_nothing_and_count_once(db_url: str, tmp_pa
     assert figures["daily rounds"] >= 9 and figures["answers stored"] >= 50
     assert figures["repeat clicks answered 'already'"] >= 1 and figures["late answers refused (closed)"] >= 1
     assert figures["forget-me"] == 3
+    sent, given_up = map(int, str(figures["decisions told to authors (sent/given up)"]).split("/"))
+    assert sent + given_up == int(str(figures["members' questions (sent/refused)"]).split("/")[0]) >= 3
 
 
 def test_the_plan_is_drawn_from_the_seed_alone() -> None:
