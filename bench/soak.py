@@ -20,8 +20,13 @@ since this user cannot restart the server). The parent process plans, injects th
 that need an outside hand, restarts the bot, then checks the database against what the
 fake platforms received and what the members were told, and prints the figures.
 
-Not simulated: Redis and demo jobs (see `bench/jobs.py` and tests/test_jobs.py for Redis
-stopped under a Celery worker)."""
+Demo jobs run as a phase of their own once the days are done (so the bot's SIGKILLs stay
+apart from the Celery worker): on the same database and Runtime pieces, members of the three
+communities ask for small demos at seeded moments of some of the simulated days, run through
+the Celery back end by a real `studybot worker` on a real redis-server, and at seeded moments
+Redis is killed (SIGKILL) and started again on the same port while jobs are queued or running.
+The check then wants every job ended (its result, or one sentence said in its channel) and
+each posted once through the outbox. `--no-demos` leaves the phase out (no redis-server)."""
 
 from __future__ import annotations
 
@@ -110,6 +115,8 @@ class Plan:
     faults: tuple[Fault, ...]
     forget: tuple[tuple[str, str, datetime], ...]  # (platform, user, when)
     suggest: tuple[tuple[str, str, datetime, str], ...] = ()  # (platform, user, when, the admins' decision)
+    demos: tuple[tuple[datetime, tuple[tuple[str, str], ...]], ...] = ()  # (when, ((platform, user), ...))
+    redis_outages: tuple[tuple[datetime, str, float], ...] = ()  # (at a demo moment, queued|running, seconds)
 
     @property
     def end(self) -> datetime:
@@ -160,7 +167,34 @@ def make_plan(seed: int, days: int, members: int, sqlite_db: bool) -> Plan:
             author = rng.choice([m for m in people if m.platform == place.platform])
             when = START + timedelta(days=rng.randint(0, max(0, days - 2)), hours=rng.randint(1, 20))
             suggest.append((place.platform, author.user, when, rng.choice(("approve", "reject", "note"))))
-    return Plan(seed, days, tuple(people), tuple(faults), tuple(forget), tuple(suggest))
+    demos, outages = plan_demos(seed, days, people)
+    return Plan(seed, days, tuple(people), tuple(faults), tuple(forget), tuple(suggest), demos, outages)
+
+
+DEMO_REQUEST = "checkpoint layers=2 tokens=16 width=8 repeat=1 strategies=none,block"  # a few seconds on a CPU
+DEMO_TIMEOUT_S = 20.0  # the worker's limit; a job whose task Redis lost fails after it and a grace
+
+
+def plan_demos(
+    seed: int, days: int, people: list[Member]
+) -> tuple[tuple[tuple[datetime, tuple[tuple[str, str], ...]], ...], tuple[tuple[datetime, str, float], ...]]:
+    """Who asks for a demo when (two moments on a third of the days, one member of each of two
+    communities each time), and at which of those moments Redis is taken away."""
+    rng = random.Random(f"{seed}:demos")  # its own generator: the rest of the plan is unchanged
+    moments = []
+    for day in sorted(rng.sample(range(days), max(1, days // 3))):
+        for hour in (10, 16):
+            places = rng.sample(PLACES, 2)
+            askers = tuple(
+                (place.platform, rng.choice([m for m in people if m.platform == place.platform]).user)
+                for place in places
+            )
+            moments.append((START + timedelta(days=day, hours=hour, minutes=rng.randint(0, 50)), askers))
+    chosen = sorted(rng.sample(range(len(moments)), min(len(moments), max(1, days // 5))))
+    outages = tuple(
+        (moments[i][0], ("queued", "running")[n % 2], round(rng.uniform(1.0, 4.0), 1)) for n, i in enumerate(chosen)
+    )
+    return tuple(moments), outages
 
 
 def suggestion_form(n: int) -> Any:
@@ -338,7 +372,14 @@ class FakePlatforms:
 
     def sender(self, platform: str) -> Any:
         async def send(channel: Any, card: Any) -> str:
-            from bot.core.values import LeaderboardCard, QuestionCard, RevealCard, SuggestionDecided
+            from bot.core.values import (
+                DemoFailedCard,
+                DemoResultCard,
+                LeaderboardCard,
+                QuestionCard,
+                RevealCard,
+                SuggestionDecided,
+            )
 
             if due_kill(self.kills, "in-send", self.clock.now):
                 pause("kill in-send")
@@ -359,6 +400,10 @@ class FakePlatforms:
                 record.update(kind="leaderboard", key=card.scope)
             elif isinstance(card, SuggestionDecided):  # to its author, privately
                 record.update(kind="decision", key=str(card.suggestion_id))
+            elif isinstance(card, DemoResultCard):
+                record.update(kind="demo", key=str(card.job_id), demo="result")
+            elif isinstance(card, DemoFailedCard):
+                record.update(kind="demo", key=str(card.job_id), demo="failed", text=card.text)
             else:
                 record.update(kind=type(card).__name__, key="")
             record["t"] = self.clock.now.isoformat()
@@ -681,6 +726,9 @@ class Tally:
     db: int = 0
     restarts: int = 0
     wall_s: float = 0.0
+    redis: list[str] = field(default_factory=list)  # each Redis outage: queued or running
+    demo_asks: list[str] = field(default_factory=list)  # each /demo's answer: DemoQueued or Problem
+    demo_wall_s: float = 0.0
 
 
 def run_child(args: argparse.Namespace, work: Path, tally: Tally) -> None:
@@ -739,6 +787,95 @@ def run_child(args: argparse.Namespace, work: Path, tally: Tally) -> None:
         tally.restarts += 1
 
 
+async def demo_phase(args: argparse.Namespace, work: Path, tally: Tally) -> None:
+    """Members' demos through Celery and a real Redis, Redis killed and started again at the
+    plan's moments; returns once every job has ended and its post has left the outbox."""
+    from sqlalchemy import create_engine, text
+
+    from bot.core.bank import load_bank
+    from bot.core.engine import StudyEngine
+    from bot.core.values import ChannelRef, UserRef
+    from bot.jobs import CeleryBackend, DemoJobRunner
+    from bot.platforms.runtime import Runtime
+    from bot.store.database import Database
+    from bot.store.repository import SqlStore
+    from tests.services import RedisServer, kill_group, start_worker
+
+    plan = make_plan(args.seed, args.days, args.members, args.database_url.startswith("sqlite"))
+    clock = Clock(plan.demos[0][0] if plan.demos else plan.end)
+    bank = load_bank(ROOT / "questions")
+    database = Database(bot_url(args.database_url))
+    engine = StudyEngine(SqlStore(database), bank, clock=clock, default_window_hours=WINDOW_HOURS)
+    runtime = Runtime(engine, tuple(p.platform for p in PLACES))
+    no_kills: list[Fault] = []
+    every_db = {fault_key(f) for f in plan.faults if f.kind == "db"}  # no database outage in this phase
+    fakes = FakePlatforms(plan, clock, Journal(work / "posts.jsonl"), bank, no_kills, every_db, lambda: None)
+    for place in PLACES:
+        runtime.add_sender(place.platform, fakes.sender(place.platform))
+    redis = RedisServer().start()
+    worker = start_worker(redis.url, work, timeout_s=int(DEMO_TIMEOUT_S))
+    backend = CeleryBackend(redis.url, "demos", timeout_s=DEMO_TIMEOUT_S, poll_s=0.2, grace_s=3.0)
+    runtime.demo_runner = DemoJobRunner(
+        engine, backend, work / "charts", on_progress=runtime.demo_progress, on_finished=runtime.wake, poll_s=0.2
+    )
+    sql = create_engine(args.database_url)
+
+    def count(query: str) -> int:
+        with sql.connect() as conn:
+            return int(conn.execute(text(query)).scalar_one())
+
+    async def until(query: str, seconds: float, none: bool = True) -> None:
+        """Wait (real time, with a deadline) until `query` counts none, or some."""
+        deadline = time.monotonic() + seconds
+        while bool(await asyncio.to_thread(count, query)) == none and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+
+    outages = {when: (point, seconds) for when, point, seconds in plan.redis_outages}
+    started = time.monotonic()
+    try:
+        await runtime.start(schedule=False)
+        for when, askers in plan.demos:
+            clock.now = max(clock.now, when)
+            for platform, user in askers:
+                place = _place(platform)
+                channel = ChannelRef(platform, place.community, channel_now(plan, platform, clock.now))
+                asked = await runtime.call(
+                    engine.request_demo,
+                    UserRef(platform, place.community, user, f"Member {user}"),
+                    channel,
+                    DEMO_REQUEST,
+                )
+                tally.demo_asks.append(type(asked).__name__)
+            if when in outages:
+                point, seconds = outages[when]
+                if point == "running":  # once the worker has one
+                    await until("SELECT COUNT(*) FROM demo_jobs WHERE state = 'running'", 60, none=False)
+                assert redis.proc is not None
+                redis.proc.send_signal(signal.SIGKILL)
+                redis.proc.wait()
+                redis.proc = None
+                tally.redis.append(point)
+                await asyncio.sleep(seconds)  # Redis away for this long (real time)
+                redis.start()  # the same port, empty: what it held is gone
+            await until("SELECT COUNT(*) FROM demo_jobs WHERE state IN ('queued', 'running')", 180)
+            for _ in range(36):  # the posts drain, simulated time moving on (a burst's retries)
+                for place in PLACES:
+                    await deliver(runtime, place.platform)
+                if not await asyncio.to_thread(
+                    count, "SELECT COUNT(*) FROM outbox WHERE kind = 'demo' AND state NOT IN ('sent', 'failed')"
+                ):
+                    break
+                clock.now += STEP
+    finally:
+        tally.demo_wall_s = time.monotonic() - started
+        await runtime.stop()
+        runtime.bridge.close()
+        kill_group(worker)
+        redis.stop()
+        sql.dispose()
+        database.dispose()
+
+
 @dataclass
 class Report:
     """What the soak found. `problems` lists every broken promise, one sentence each."""
@@ -789,7 +926,7 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
         )
         members = rows("SELECT id, community_id, user_id, points_total FROM members")
         weekly = rows("SELECT member_id, week, points FROM weekly_points")
-        demos = rows("SELECT state FROM demo_jobs")
+        demos = rows("SELECT id, state, error FROM demo_jobs")
     sql.dispose()
 
     by_id = {c.id: c for c in communities.values()}
@@ -919,6 +1056,40 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
     if bonus_off or streak_off:
         problems.append(f"streak bonus off for {bonus_off} answers, streaks off for {streak_off} members")
     stuck_demos = sum(1 for d in demos if d.state in ("queued", "running"))
+    # each demo: ended, its result or its failure's sentence posted exactly once (or given up
+    # where admins see it), the sentence posted the one stored
+    demo_rows = Counter(r.key for r in outbox if r.kind == "demo")
+    demo_state = {r.key: r.state for r in outbox if r.kind == "demo"}
+    demo_posts = defaultdict(list)
+    for post in posts:
+        if post.get("kind") == "demo":
+            demo_posts[post["key"]].append(post)
+    posted_once = demo_given_up = 0
+    for d in demos:
+        key = str(d.id)
+        if d.state in ("queued", "running"):
+            problems.append(f"demo {key} is still {d.state} at the end")
+            continue
+        got = demo_posts[key]
+        if demo_rows[key] != 1:
+            problems.append(f"demo {key} ({d.state}) has {demo_rows[key]} outbox rows")
+        elif demo_state[key] == "failed" and not got:
+            demo_given_up += 1
+        elif len(got) != 1:
+            problems.append(f"demo {key} ({d.state}) was posted {len(got)} times")
+        elif (got[0]["demo"] == "result") != (d.state == "done"):
+            problems.append(f"demo {key} is {d.state} but its channel got a {got[0]['demo']}")
+        elif d.state == "failed" and not (d.error and d.error.strip().endswith(".") and got[0]["text"] == d.error):
+            problems.append(f"demo {key} failed, saying {got[0].get('text')!r} for {d.error!r}")
+        else:
+            posted_once += 1
+    if getattr(args, "demos", False):
+        if len(tally.demo_asks) != sum(len(askers) for _, askers in plan.demos):
+            problems.append(f"{len(tally.demo_asks)} demos asked of {sum(len(a) for _, a in plan.demos)} planned")
+        if len(tally.redis) != len(plan.redis_outages):
+            problems.append(f"Redis stopped {len(tally.redis)} times of {len(plan.redis_outages)} planned")
+        if len(demos) != tally.demo_asks.count("DemoQueued"):
+            problems.append(f"{tally.demo_asks.count('DemoQueued')} demos queued but {len(demos)} jobs stored")
 
     outcomes = Counter(a["outcome"] for a in actions)
     fault_kinds = Counter(f.kind + (f":{f.point}" if f.point else "") for f in plan.faults)
@@ -961,19 +1132,34 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
             "doubled": doubled,
             "recounts off (points, weeks, bonus, streaks)": f"{total_off}/{week_off}/{bonus_off}/{streak_off}",
             "outbox rows stuck": stuck,
+            "demos asked (queued/refused)": "{}/{}".format(
+                tally.demo_asks.count("DemoQueued"), len(tally.demo_asks) - tally.demo_asks.count("DemoQueued")
+            ),
+            "demos finished": sum(1 for d in demos if d.state == "done"),
+            "demos failed, said in their channel": sum(1 for d in demos if d.state == "failed"),
+            "demo posts once (given up, shown to admins)": f"{posted_once} ({demo_given_up})",
+            "faults: Redis killed and restarted (queued/running)": "{}/{}".format(
+                tally.redis.count("queued"), tally.redis.count("running")
+            ),
             "demo jobs stuck": stuck_demos,
+            "demo phase wall seconds": round(tally.demo_wall_s, 1),
             "wall seconds": round(tally.wall_s, 1),
         }
     )
     return report
 
 
-def soak(database_url: str, work: Path, seed: int = 20, days: int = 14, members: int = 300) -> Report:
-    """Run the soak on a migrated, empty database and return what it found."""
-    args = argparse.Namespace(database_url=database_url, seed=seed, days=days, members=members)
+def soak(
+    database_url: str, work: Path, seed: int = 20, days: int = 14, members: int = 300, demos: bool = True
+) -> Report:
+    """Run the soak on a migrated, empty database and return what it found; `demos`: then
+    the demo phase (it needs Debian's redis-server)."""
+    args = argparse.Namespace(database_url=database_url, seed=seed, days=days, members=members, demos=demos)
     tally = Tally()
     started = time.monotonic()
     run_child(args, work, tally)
+    if demos:
+        asyncio.run(demo_phase(args, work, tally))
     tally.wall_s = time.monotonic() - started
     return check(args, work, tally)
 
@@ -984,6 +1170,7 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=300)
     parser.add_argument("--seed", type=int, default=20)
     parser.add_argument("--database-url", default=None, help="a test database; default: a new SQLite file")
+    parser.add_argument("--no-demos", action="store_true", help="leave out the demo phase (Celery and Redis)")
     parser.add_argument("--work", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--skip-kills", type=int, default=0, help=argparse.SUPPRESS)
@@ -999,7 +1186,7 @@ def main() -> None:
         work = Path(tmp)
         url = args.database_url or f"sqlite:///{work / 'soak.db'}"
         upgrade(url)
-        report = soak(url, work, args.seed, args.days, args.members)
+        report = soak(url, work, args.seed, args.days, args.members, demos=not args.no_demos)
         report.print()
         if report.problems:
             raise SystemExit(1)
