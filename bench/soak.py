@@ -390,9 +390,9 @@ class FakePlatforms:
             self.refs += 1
             record: dict[str, Any] = {"p": platform, "c": channel.community_id, "ch": channel.channel_id}
             if isinstance(card, QuestionCard):
-                question = self.bank.get(card.question_id)
-                right = question.choices[question.answer_index].text
-                record.update(kind="question", key=str(card.round_id), right=card.choices.index(right))
+                question = self.bank.get(card.question_id)  # None for a member's approved question
+                right = 0 if question is None else card.choices.index(question.choices[question.answer_index].text)
+                record.update(kind="question", key=str(card.round_id), right=right)
                 record.update(n=len(card.choices))
             elif isinstance(card, RevealCard):
                 record.update(kind="reveal", key=str(card.round_id))
@@ -581,8 +581,8 @@ async def child(args: argparse.Namespace) -> None:
         method = engine.quiz if what == "quiz" else engine.review
         card = await runtime.call(method, user_of(member), channel)
         if isinstance(card, QuestionCard):
-            question = bank.get(card.question_id)
-            right = card.choices.index(question.choices[question.answer_index].text)
+            question = bank.get(card.question_id)  # None for a member's question approved in the soak
+            right = 0 if question is None else card.choices.index(question.choices[question.answer_index].text)
             await answer(member, card.round_id, pick(member, rng, right, len(card.choices)), card.kind, tag + ":answer")
         actions.write(key=tag, outcome=type(card).__name__, t=clock.now.isoformat())
         done.add(tag)
@@ -1180,16 +1180,29 @@ def main() -> None:
         asyncio.run(child(args))
         return
     logging.basicConfig(level=logging.WARNING)
-    from bot.store.database import upgrade
+    from bot.store.database import safe_url, upgrade
 
     with tempfile.TemporaryDirectory(prefix="studybot-soak-") as tmp:
         work = Path(tmp)
         url = args.database_url or f"sqlite:///{work / 'soak.db'}"
         upgrade(url)
+        if _holds_communities(url):  # its checks count every row: leftovers would read as lost or doubled posts
+            raise SystemExit(f"The soak needs an empty database, and {safe_url(url)} already holds communities.")
         report = soak(url, work, args.seed, args.days, args.members, demos=not args.no_demos)
         report.print()
         if report.problems:
             raise SystemExit(1)
+
+
+def _holds_communities(url: str) -> bool:
+    from sqlalchemy import create_engine, text
+
+    sql = create_engine(url)
+    try:
+        with sql.connect() as conn:
+            return bool(conn.execute(text("SELECT EXISTS (SELECT 1 FROM communities)")).scalar())
+    finally:
+        sql.dispose()
 
 
 if __name__ == "__main__":
