@@ -14,10 +14,10 @@ import pytest
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.platforms.console import Message
-from tests.console_chat import Console
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import ROOT, TEST_BANK, FakeClock, run_studybot
+from tests.console_chat import Console
 
 
 def kinds(messages: list[Message]) -> list[str]:

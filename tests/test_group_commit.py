@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from bot.bridge import Bridge
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.values import AlreadyAnswered, AnswerFeedback, ChannelRef, Problem, QuestionCard, RevealCard, UserRef
-from bot.bridge import Bridge
 from bot.store.repository import SqlStore, SqlTx
 from tests.conftest import FakeClock
 

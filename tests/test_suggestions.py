@@ -24,10 +24,10 @@ from bot.core.values import (
     UserRef,
 )
 from bot.platforms.console import Message
-from tests.console_chat import Console
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import FakeClock, run_studybot
+from tests.console_chat import Console
 
 PROMPT = (
     "A study group trains a model on a laptop CPU. Does activation checkpointing change which "

@@ -28,12 +28,12 @@ from bot.core import choices as codec
 from bot.core.bank import load_bank
 from bot.core.engine import StudyEngine
 from bot.core.values import CommunityRef
-from tests.console_chat import Console
 from bot.store.database import Database, upgrade
 from bot.store.repository import SqlStore
 from bot.web.app import WebServer, build_app
 from bot.web.links import WebLinks
 from tests.conftest import IN_CI, ROOT, FakeClock
+from tests.console_chat import Console
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
