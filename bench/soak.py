@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import random
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -679,8 +680,9 @@ async def deliver(runtime: Any, platform: str) -> None:
 class Outage:
     """Takes the database away for `seconds` of real time while the bot runs on."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, restart: str | None = None) -> None:
         self.url = url
+        self.restart = restart  # PostgreSQL: a command that restarts the server (else connections are dropped)
 
     def start(self, seconds: float) -> threading.Thread:
         ready = threading.Event()
@@ -698,6 +700,10 @@ class Outage:
             time.sleep(seconds)
             conn.execute("ROLLBACK")
             conn.close()
+            return
+        if self.restart is not None:  # the real thing: the server goes down and comes back
+            ready.set()
+            subprocess.run(shlex.split(self.restart), check=True, timeout=120, capture_output=True)
             return
         from sqlalchemy import create_engine, text
 
@@ -734,7 +740,7 @@ class Tally:
 def run_child(args: argparse.Namespace, work: Path, tally: Tally) -> None:
     """Run the bot until it finishes, killing it with SIGKILL and starting it again where
     the plan says, taking the database away where the plan says."""
-    outage = Outage(args.database_url)
+    outage = Outage(args.database_url, getattr(args, "pg_restart", None))
     kills_done = 0
     holds: list[threading.Thread] = []
     while True:
@@ -1122,7 +1128,13 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
                 fault_kinds["kill:between"], fault_kinds["kill:in-send"], fault_kinds["kill:after-answer"]
             ),
             "faults: database "
-            + ("locked" if args.database_url.startswith("sqlite") else "connections dropped"): tally.db,
+            + (
+                "locked"
+                if args.database_url.startswith("sqlite")
+                else "server restarted"
+                if getattr(args, "pg_restart", None)
+                else "connections dropped"
+            ): tally.db,
             "restarts after SIGKILL": tally.restarts,
             "posts delivered": delivered,
             "posts given up, shown to admins": given_up,
@@ -1150,11 +1162,19 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
 
 
 def soak(
-    database_url: str, work: Path, seed: int = 20, days: int = 14, members: int = 300, demos: bool = True
+    database_url: str,
+    work: Path,
+    seed: int = 20,
+    days: int = 14,
+    members: int = 300,
+    demos: bool = True,
+    pg_restart: str | None = None,
 ) -> Report:
     """Run the soak on a migrated, empty database and return what it found; `demos`: then
     the demo phase (it needs Debian's redis-server)."""
-    args = argparse.Namespace(database_url=database_url, seed=seed, days=days, members=members, demos=demos)
+    args = argparse.Namespace(
+        database_url=database_url, seed=seed, days=days, members=members, demos=demos, pg_restart=pg_restart
+    )
     tally = Tally()
     started = time.monotonic()
     run_child(args, work, tally)
@@ -1171,6 +1191,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20)
     parser.add_argument("--database-url", default=None, help="a test database; default: a new SQLite file")
     parser.add_argument("--no-demos", action="store_true", help="leave out the demo phase (Celery and Redis)")
+    parser.add_argument(
+        "--pg-restart",
+        default=None,
+        help="PostgreSQL: a command that restarts the server (e.g. 'pg_ctlcluster 15 main restart'); "
+        "without it the database fault drops every connection of the bot",
+    )
     parser.add_argument("--work", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--skip-kills", type=int, default=0, help=argparse.SUPPRESS)
@@ -1188,7 +1214,9 @@ def main() -> None:
         upgrade(url)
         if _holds_communities(url):  # its checks count every row: leftovers would read as lost or doubled posts
             raise SystemExit(f"The soak needs an empty database, and {safe_url(url)} already holds communities.")
-        report = soak(url, work, args.seed, args.days, args.members, demos=not args.no_demos)
+        report = soak(
+            url, work, args.seed, args.days, args.members, demos=not args.no_demos, pg_restart=args.pg_restart
+        )
         report.print()
         if report.problems:
             raise SystemExit(1)
