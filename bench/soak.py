@@ -740,7 +740,7 @@ class Tally:
 def run_child(args: argparse.Namespace, work: Path, tally: Tally) -> None:
     """Run the bot until it finishes, killing it with SIGKILL and starting it again where
     the plan says, taking the database away where the plan says."""
-    outage = Outage(args.database_url, getattr(args, "pg_restart", None))
+    outage = Outage(args.database_url, args.pg_restart)
     kills_done = 0
     holds: list[threading.Thread] = []
     while True:
@@ -1132,7 +1132,7 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
                 "locked"
                 if args.database_url.startswith("sqlite")
                 else "server restarted"
-                if getattr(args, "pg_restart", None)
+                if args.pg_restart
                 else "connections dropped"
             ): tally.db,
             "restarts after SIGKILL": tally.restarts,

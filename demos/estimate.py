@@ -22,6 +22,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -77,21 +78,28 @@ def trace_demo_step(
         net = build_net(kind, layers, width, heads, tokens)
         x = torch.randint(0, 512, (batch, tokens)) if kind in TOKEN_MODELS else torch.randn(tokens, width)
         body = make_forward(net.body, traced_as)
-        meter = LiveTensorMeter()
-        with meter:
-            loss = net.loss(body(net.embed(x)), x)
-            saved = meter.live_bytes
-            meter.set_phase(BACKWARD)
-            backward(loss)
-            del loss
+        peak, saved = _measure_step(lambda: net.loss(body(net.embed(x)), x))
         return TracedStep(
             strategy=strategy,
-            peak_bytes=meter.peak_bytes,
+            peak_bytes=peak,
             saved_bytes=saved,
             flops=approx_step_flops(net, batch * tokens, recompute=traced_as != "none"),
             params_bytes=parameter_bytes(net),
             input_bytes=x.numel() * x.element_size(),
         )
+
+
+def _measure_step(forward: Callable[[], torch.Tensor]) -> tuple[int, int]:
+    """One forward and backward under the live-tensor meter: (peak bytes, bytes live when
+    the backward starts, i.e. what the forward saved)."""
+    meter = LiveTensorMeter()
+    with meter:
+        loss = forward()
+        saved = meter.live_bytes
+        meter.set_phase(BACKWARD)
+        backward(loss)
+        del loss
+    return meter.peak_bytes, saved
 
 
 def _trace_hf(layers: int, tokens: int, width: int, heads: int, batch: int, strategy: str, kernels: str) -> TracedStep:
@@ -101,16 +109,10 @@ def _trace_hf(layers: int, tokens: int, width: int, heads: int, batch: int, stra
     model.train()
     set_checkpointing(model, strategy == "block")
     ids = torch.randint(0, HF_VOCAB, (batch, tokens))
-    meter = LiveTensorMeter()
-    with meter:
-        loss = gpt2_loss(model, ids)
-        saved = meter.live_bytes
-        meter.set_phase(BACKWARD)
-        backward(loss)
-        del loss
+    peak, saved = _measure_step(lambda: gpt2_loss(model, ids))
     return TracedStep(
         strategy=strategy,
-        peak_bytes=meter.peak_bytes,
+        peak_bytes=peak,
         saved_bytes=saved,
         flops=approx_step_flops(model, batch * tokens, recompute=strategy == "block"),
         params_bytes=parameter_bytes(model),

@@ -59,6 +59,7 @@ from bot.core.values import (
 from bot.platforms.discord import render as layout
 from bot.platforms.discord.commands import register
 from bot.platforms.discord.views import ID_PREFIX
+from bot.platforms.in_flight import InFlight
 from bot.platforms.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -158,7 +159,7 @@ class DiscordApp:
         self.bot = bot
         self.ready = asyncio.Event()
         self.synced: bool | None = None  # after setup: True when the tree was synced, False when unchanged
-        self._handling: set[asyncio.Task[Any]] = set()
+        self._handling = InFlight()
 
     # ---------------------------------------------------------------- start
 
@@ -209,19 +210,12 @@ class DiscordApp:
         self, handler: Callable[[discord.Interaction[Any]], Awaitable[None]], interaction: discord.Interaction[Any]
     ) -> None:
         """Run one interaction's handler, counted until it has answered (see `settled`)."""
-        task = asyncio.current_task()
-        if task is not None:
-            self._handling.add(task)
-        try:
+        async with self._handling.track():
             await handler(interaction)
-        finally:
-            if task is not None:
-                self._handling.discard(task)
 
     async def settled(self) -> None:
         """Return once every click and form being handled now has been answered (or failed)."""
-        while pending := self._handling - {asyncio.current_task()}:
-            await asyncio.wait(pending)
+        await self._handling.settled()
 
     # ------------------------------------------------------------ interactions
 

@@ -176,7 +176,7 @@ def check_online(settings: Settings, http: JsonHttp) -> list[Check]:
                     "discord shards",
                     "warn",
                     f"Discord recommends {wanted} shards; this configuration runs {have}",
-                    f"set STUDYBOT_DISCORD_SHARD_COUNT={wanted} on every process (README: many servers)",
+                    f"set STUDYBOT_DISCORD_SHARD_COUNT={wanted} on every process (docs/discord.md: many servers)",
                 )
             )
         else:

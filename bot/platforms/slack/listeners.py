@@ -46,6 +46,7 @@ from bot.core.values import (
     UserRef,
 )
 from bot.platforms import commands
+from bot.platforms.in_flight import InFlight
 from bot.platforms.runtime import Runtime
 from bot.platforms.slack import render
 from bot.platforms.slack.errors import is_ratelimited
@@ -97,7 +98,7 @@ class Listeners:
         self.config_users = config_users
         self.oauth = oauth
         self.installations = installations
-        self._handling: set[asyncio.Task[Any]] = set()  # listeners' work after their ack
+        self._handling = InFlight()  # listeners' work after their ack
 
     def register(self, app: AsyncApp) -> None:
         app.use(DropMalformed())
@@ -117,26 +118,21 @@ class Listeners:
 
     async def _guard(self, what: str, work: Callable[[], Awaitable[None]], reply: Any = None) -> None:
         """Run a listener's work after its ack; log a failure and tell a waiting user."""
-        task = asyncio.current_task()
-        if task is not None:
-            self._handling.add(task)
-        try:
-            await work()
-        except Exception as exc:
-            incident = report_incident(f"slack {what}")
-            if reply is not None:
-                try:
-                    await reply(wording.PLATFORM_BUSY if is_ratelimited(exc) else wording.BUG.format(incident=incident))
-                except Exception:
-                    log.warning("telling the user about a failed %s failed too", what, exc_info=True)
-        finally:
-            if task is not None:
-                self._handling.discard(task)
+        async with self._handling.track():
+            try:
+                await work()
+            except Exception as exc:
+                incident = report_incident(f"slack {what}")
+                if reply is not None:
+                    try:
+                        busy = is_ratelimited(exc)
+                        await reply(wording.PLATFORM_BUSY if busy else wording.BUG.format(incident=incident))
+                    except Exception:
+                        log.warning("telling the user about a failed %s failed too", what, exc_info=True)
 
     async def settled(self) -> None:
         """Return once every event being handled now has sent what it was going to (or failed)."""
-        while pending := self._handling - {asyncio.current_task()}:
-            await asyncio.wait(pending)
+        await self._handling.settled()
 
     async def _command(self, ack: Any, body: dict[str, Any], context: Any, respond: Any, client: Any) -> None:
         await ack()
