@@ -1,0 +1,21 @@
+"""answer_confidence: placeholder reserved for confidence (issue 21); fill in upgrade/downgrade and this docstring
+
+Revision ID: 0011
+Revises: 0010
+Create Date: 2026-12-01
+"""
+
+from __future__ import annotations
+
+revision = "0011"
+down_revision = "0010"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
