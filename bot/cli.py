@@ -18,7 +18,15 @@ import typer
 
 from bot import __version__
 from bot.config import ROOT, Settings
-from bot.core.bank import MAX_LONGEST_CORRECT_SHARE, TOPICS, Bank, collect, load_bank, longest_correct_share
+from bot.core.bank import (
+    MAX_LONGEST_CORRECT_SHARE,
+    TOPICS,
+    Bank,
+    collect,
+    length_rank_summary,
+    load_bank,
+    longest_correct_share,
+)
 from bot.core.engine import StudyEngine
 from bot.core.errors import BankError, StudyBotError
 from bot.core.item_analysis import MIN_ANSWERS
@@ -195,6 +203,8 @@ def questions_lint(
     """Report every problem as path:line: message; exit 1 if there are any."""
     targets = paths or [Settings().questions_dir]
     questions, problems = collect(targets, root=ROOT)
+    if questions:
+        typer.echo(length_rank_summary(questions))
     if problems:
         for problem in problems:
             typer.echo(problem)

@@ -46,6 +46,11 @@ MIN_CHOICES, MAX_CHOICES = 2, 5
 # and the strictly longest choice in at most this share of the bank (chance is 1 in 3 to 5).
 MAX_CORRECT_LENGTH_RATIO = 1.3
 MAX_LONGEST_CORRECT_SHARE = 0.30
+# The length tell, one place on: across the bank no length rank of the correct choice (longest,
+# second longest, ...) may hold more than this share (chance is about 1 in 4). Banks smaller
+# than MIN_LENGTH_RANK_BANK are not held to it: a handful of questions cannot spread evenly.
+MAX_LENGTH_RANK_SHARE = 0.30
+MIN_LENGTH_RANK_BANK = 20
 # Near-duplicates: TF-IDF cosine of prompt + correct choice + its why (see near_duplicates()).
 # Calibrated on the bank before issue 12's rewrite (tests/data/similarity_bank_28ffca3.json):
 # the repeats its review found score 0.304 to 0.76; 99% of all pairs score below 0.28.
@@ -526,6 +531,63 @@ def longest_correct_share(questions: Sequence[Question]) -> tuple[int, int]:
     return sum(correct_is_longest(q) for q in questions), len(questions)
 
 
+def key_length_ranks(question: Question) -> dict[int, float]:
+    """Where the correct choice ranks by length (1 = longest), as weights summing to 1. A tie
+    shares the weight equally: a key as long as one other choice, with one longer than both,
+    counts half to rank 2 and half to rank 3 (its length tells nothing between them)."""
+    right = len(question.choices[question.answer_index].text)
+    others = [len(c.text) for c in question.choices if not c.correct]
+    longer = sum(n > right for n in others)
+    tied = sum(n == right for n in others)
+    return {longer + 1 + i: 1 / (tied + 1) for i in range(tied + 1)}
+
+
+def length_rank_distribution(questions: Sequence[Question]) -> dict[int, float]:
+    """How many questions have their correct choice at each length rank (1 = the longest),
+    ties shared as in key_length_ranks(); the values sum to the number of questions."""
+    counts: dict[int, float] = {}
+    for question in questions:
+        for rank, weight in key_length_ranks(question).items():
+            counts[rank] = counts.get(rank, 0.0) + weight
+    return dict(sorted(counts.items()))
+
+
+def length_rank_summary(questions: Sequence[Question]) -> str:
+    """One line for `questions lint`: each rank's count and share of the bank."""
+    total = len(questions)
+    parts = [
+        f"{_rank_name(rank)} {_count(count)} ({count / total:.1%})"
+        for rank, count in length_rank_distribution(questions).items()
+    ]
+    return (
+        f"correct choice by length rank (ties shared): {', '.join(parts)}; "
+        f"the limit is {MAX_LENGTH_RANK_SHARE:.0%} per rank"
+    )
+
+
+def _rank_name(rank: int) -> str:
+    suffix = {2: "nd", 3: "rd"}.get(rank, "th")
+    return "longest" if rank == 1 else f"{rank}{suffix} longest"
+
+
+def _count(count: float) -> str:
+    return f"{round(count, 1):g}"
+
+
+def length_rank_problems(questions: Sequence[Question], where: str) -> list[str]:
+    """A problem per length rank holding more than MAX_LENGTH_RANK_SHARE of the questions."""
+    total = len(questions)
+    if total < MIN_LENGTH_RANK_BANK:
+        return []
+    return [
+        f"{where}: the correct choice is the {_rank_name(rank)} in {_count(count)} of "
+        f"{total} questions ({count / total:.1%}, ties shared); the limit is {MAX_LENGTH_RANK_SHARE:.0%} "
+        "per rank (its length rank gives it away)"
+        for rank, count in length_rank_distribution(questions).items()
+        if count / total > MAX_LENGTH_RANK_SHARE
+    ]
+
+
 _WORD_RE = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset(
     "a after also an and any are as at be been before but by can did do does each for from how if in "
@@ -596,7 +658,8 @@ def near_duplicates(
 
 
 def bank_problems(questions: Sequence[Question], where: str, reviewed: Iterable[frozenset[str]] = ()) -> list[str]:
-    """The rules over the whole bank: the share of longest correct choices and near-duplicates.
+    """The rules over the whole bank: the share of longest correct choices, the spread of the
+    correct choice's length rank, and near-duplicates.
     `where` (path:line) is where the bank-wide share is reported; `reviewed` pairs (by id) were
     judged distinct by a reviewer and are not reported."""
     reviewed = set(reviewed)
@@ -607,6 +670,7 @@ def bank_problems(questions: Sequence[Question], where: str, reviewed: Iterable[
             f"{where}: the correct choice is the strictly longest in {longest} of {total} questions "
             f"({longest / total:.1%}); the limit is {MAX_LONGEST_CORRECT_SHARE:.0%}"
         )
+    problems.extend(length_rank_problems(questions, where))
     for score, a, b in near_duplicates(questions):
         if frozenset((a.id, b.id)) in reviewed:
             continue
