@@ -169,14 +169,19 @@ def test_autocast_state_is_replayed_in_recompute(use_reentrant: bool) -> None:
     def body(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         out = a @ w
         dtypes.append(out.dtype)
-        return out.float().sum(dim=1)
+        # sin saves the matmul's output, so even the default early stop has to rerun the matmul
+        return out.sin().float().sum(dim=1)
 
     a = torch.randn(4, 4, requires_grad=True)
     w = torch.randn(4, 4, requires_grad=True)
+    body(a, w)
+    assert dtypes == [torch.float32]  # outside autocast the body's matmul is float32
+    dtypes.clear()
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        y = checkpoint(body, a, w, use_reentrant=use_reentrant, early_stop=False)
+        y = checkpoint(body, a, w, use_reentrant=use_reentrant)  # the defaults otherwise
+    assert dtypes == [torch.bfloat16]
     y.sum().backward()  # backward runs outside autocast
-    assert dtypes == [torch.bfloat16, torch.bfloat16]  # forward and recompute both in bf16
+    assert dtypes == [torch.bfloat16, torch.bfloat16]  # the recompute ran the matmul in bf16 again
 
 
 def _draw_after_step(mode: str) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -268,3 +269,49 @@ def test_unpack_hooks_travel_with_the_saved_tensors() -> None:
     x_ref = x.detach().clone().requires_grad_()
     F.gelu(reference(x_ref)).sum().backward()
     torch.testing.assert_close(x.grad, x_ref.grad, rtol=0, atol=0)
+
+
+def test_reading_saved_self_runs_the_unpack_hook_back_to_the_saved_device() -> None:
+    rec = _Recorder(inner=save_on_cpu(pin_memory=True))
+    x = torch.randn(64, requires_grad=True)
+    with rec.hooks():
+        y = x.sin()  # sin saves its input
+    assert rec.unpacks == 0
+    seen = y.grad_fn._saved_self  # type: ignore[union-attr]
+    assert rec.unpacks == 1  # the read goes through the unpack hook, not to the stored value
+    _ = y.grad_fn._saved_self  # type: ignore[union-attr]
+    assert rec.unpacks == 2  # and every read does it again
+    assert torch.equal(seen, x)
+    # what that hook hands back is the host copy moved to the device recorded at pack time
+    # (on a GPU: a copy to CUDA issued on the current stream, after the offload copy); the
+    # meta device stands in for CUDA on this CPU build
+    host = x.detach().clone()
+    back = save_on_cpu(pin_memory=True).unpack_hook((torch.device("meta"), host))
+    assert back.device == torch.device("meta") and back is not host
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_saved_self_is_stream_ordered_but_the_host_buffer_races() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    x = torch.randn(1 << 24, device="cuda", requires_grad=True)  # 64 MiB
+    expected = x.detach().cpu()
+    offload = save_on_cpu(pin_memory=True)
+    packed: list[tuple[torch.device, torch.Tensor]] = []
+
+    def pack(t: torch.Tensor) -> tuple[torch.device, torch.Tensor]:
+        packed.append(offload.pack_hook(t))
+        return packed[-1]
+
+    torch.cuda.synchronize()
+    torch.cuda._sleep(2_000_000_000)  # about a second of GPU work queued ahead of the copy
+    with saved_tensors_hooks(pack, offload.unpack_hook):
+        y = x.sin()  # sin saves x: a non_blocking device-to-host copy into pinned memory
+    host = packed[0][1]
+    early = host.clone()  # the host buffer read right away, while the copy waits its turn
+    seen = y.grad_fn._saved_self  # type: ignore[union-attr]
+    assert seen.device.type == "cuda"
+    assert torch.equal(seen.cpu(), expected)  # ordered after the offload copy: right values
+    torch.cuda.synchronize()
+    assert torch.equal(host, expected)  # the host copy is complete once the stream is done
+    assert not torch.equal(early, expected)  # but read before that, it was not yet the data
