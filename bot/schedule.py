@@ -8,14 +8,20 @@ week (both enforced by unique keys in the engine), so a restart, a second bot pr
 job run by hand never posts twice. `tick()` runs whatever is due now and is the only thing
 the wake-ups call; at start it is the catch-up: rounds whose window ended are revealed,
 today's round is posted (marked late) if its time passed today, and nothing older comes
-back. APScheduler 3 (imported only when `start()` is called) holds one date job per
-community and kind at the next moment bot.core.timing computes; jobs are rebuilt at start,
-after every /config change and by a periodic refresh that also notices changes made by
-another process.
+back. The scheduler plans each community's next moments (bot.core.timing) in memory and
+APScheduler 3 (imported only when `start()` is called) holds ONE date job, at the earliest
+of them: when it fires, every community due then is claimed in one pass (one query for their
+settings, one for due reveals), so 10,000 communities due at 09:00 cost one wake-up, not
+10,000. Plans are rebuilt at start, after every /config change and by a periodic refresh
+that reads only the communities whose settings' version moved since the last one (so it
+notices changes made by another process) and every community's next close in one query
+(rounds opened by hand). What a process serves is a `Scope` the store turns into SQL.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import threading
 from collections.abc import Callable
@@ -27,7 +33,8 @@ from zoneinfo import ZoneInfo
 from bot.core import scoring, timing
 from bot.core.community import CommunityConfig
 from bot.core.engine import StudyEngine
-from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, Notice, Posted
+from bot.core.scope import OnlyIds, Scheduled, Scope
+from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, Notice, Posted, RevealCard
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +42,9 @@ JobKind = Literal["daily", "reveal", "leaderboard"]
 JOB_KINDS: tuple[JobKind, ...] = ("daily", "reveal", "leaderboard")
 REFRESH_SECONDS = 60
 RETRY = timedelta(seconds=30)  # a moment already past (a job that failed) is retried this much later
+WAKE_JOB = "wake"  # the one APScheduler date job: the earliest planned moment
+NOTIFY_EVERY = 100  # in a long pass, the deliverers are woken after every this many claims
+CLAIMED_LOOKBACK = timedelta(days=2)  # daily rounds read back to know today's are claimed
 
 
 @dataclass(frozen=True)
@@ -73,9 +83,10 @@ class StudyScheduler:
     outbox, and `on_claimed` (when given) tells the deliverers there is something to send.
 
     `platforms` and `community` narrow which communities this process serves (a Discord and
-    Slack process serves both of theirs; the console its own community), and `accepts`, when
-    given, further (a Discord shard process serves only its shards' guilds). `clock` defaults
-    to the engine's, so tests move one fake clock for both."""
+    Slack process serves both of theirs; the console its own community), `scope`, when
+    given, further in SQL (a Discord shard process: its shards' guilds), and `accepts` in
+    Python (checked on every row read). `clock` defaults to the engine's, so tests move one
+    fake clock for both."""
 
     def __init__(
         self,
@@ -86,6 +97,7 @@ class StudyScheduler:
         refresh_seconds: int = REFRESH_SECONDS,
         on_claimed: Callable[[], None] | None = None,
         accepts: Callable[[CommunityRef], bool] | None = None,
+        scope: Callable[[], Scope] | None = None,
     ) -> None:
         self.engine = engine
         self.clock = clock or engine.now
@@ -94,9 +106,15 @@ class StudyScheduler:
         self.accepts = accepts
         self.on_claimed = on_claimed
         self.refresh_seconds = refresh_seconds
+        self._scope_of = scope
         self._lock = threading.RLock()
-        self._done: set[tuple[CommunityRef, str, str]] = set()  # (community, job, key) known to be done
+        self._done: dict[tuple[CommunityRef, str], str] = {}  # (community, job) -> the key last known done
+        self._known: dict[CommunityRef, Scheduled] = {}  # as last read
+        self._seen_version: int | None = None  # the highest settings version read so far
         self._armed: dict[CommunityRef, NextRuns] = {}
+        self._heap: list[tuple[datetime, int, CommunityRef]] = []  # (earliest, seq, community); stale ones skipped
+        self._seq = itertools.count()
+        self._wake_at: datetime | None = None  # the moment the wake job is armed for
         self._failed: set[CommunityRef] = set()  # tried again by the next refresh
         self._aps: Any = None  # the APScheduler BackgroundScheduler once started
 
@@ -105,6 +123,17 @@ class StudyScheduler:
     def now(self) -> datetime:
         return timing.as_utc(self.clock())
 
+    def scope(self) -> Scope:
+        """The communities this process serves, as the store's SQL reads them."""
+        base = self._scope_of() if self._scope_of is not None else Scope()
+        platforms = base.platforms
+        if self.platforms is not None:
+            platforms = self.platforms if platforms is None else tuple(p for p in platforms if p in self.platforms)
+        narrow = base.narrow
+        if self.community is not None and platforms is not None:
+            narrow = (*narrow, *((p, OnlyIds((self.community,))) for p in platforms))
+        return Scope(platforms, narrow)
+
     def serves(self, ref: CommunityRef) -> bool:
         return (
             (self.platforms is None or ref.platform in self.platforms)
@@ -112,11 +141,38 @@ class StudyScheduler:
             and (self.accepts is None or self.accepts(ref))
         )
 
+    def _keep(self, rows: list[Scheduled]) -> list[Scheduled]:
+        """Rows read: note the highest version seen, remember and return those served."""
+        if rows:
+            top = max(row.version for row in rows)
+            self._seen_version = top if self._seen_version is None else max(self._seen_version, top)
+        kept = [row for row in rows if self.serves(row.ref)]
+        for row in kept:
+            self._known[row.ref] = row
+        return kept
+
+    def _read_all(self) -> list[Scheduled]:
+        """Every served community, in one query."""
+        if self._seen_version is None:
+            self._seen_version = 0
+        rows = self._keep(self.engine.scheduled(self.scope()))
+        self._known = {row.ref: row for row in rows}
+        return rows
+
     def communities(self) -> list[tuple[CommunityRef, CommunityConfig]]:
-        return [(ref, config) for ref, config in self.engine.communities() if self.serves(ref)]
+        return [(row.ref, row.config) for row in self._read_all()]
 
     def _config(self, ref: CommunityRef) -> CommunityConfig | None:
-        return next((config for r, config in self.communities() if r == ref), None)
+        """One community's settings, read by its key (None: gone, or not served here)."""
+        if not self.serves(ref):
+            return None
+        config = self.engine.community(ref)
+        if config is None:
+            self._known.pop(ref, None)
+            return None
+        known = self._known.get(ref)
+        self._known[ref] = Scheduled(ref, config, known.version if known else 0)
+        return config
 
     def next_runs(self, ref: CommunityRef, config: CommunityConfig | None = None) -> NextRuns | None:
         config = config or self._config(ref)
@@ -126,7 +182,9 @@ class StudyScheduler:
 
     def all_next_runs(self) -> list[NextRuns]:
         now = self.now()
-        return [plan_next(ref, config, now, self.engine.next_close(ref)) for ref, config in self.communities()]
+        rows = self._read_all()
+        closes = self.engine.next_closes(self.scope())
+        return [plan_next(row.ref, row.config, now, closes.get(row.ref)) for row in rows]
 
     # ---------------------------------------------------------------- running
 
@@ -135,11 +193,13 @@ class StudyScheduler:
         return what was claimed; the deliverers post it. Safe to call at any time and from
         several processes: the database decides. The lock covers only database claims, never
         a platform's send, so an event loop waiting on it cannot deadlock."""
-        posted: list[Posted] = []
         with self._lock:
-            for ref, config in self.communities():
-                if only is None or ref == only:
-                    posted.extend(self._tick_one(ref, config))
+            if only is None:
+                items = [(row.ref, row.config) for row in self._read_all()]
+            else:
+                config = self._config(only)
+                items = [] if config is None else [(only, config)]
+            posted = self._tick_many(items)
         if posted:
             self._claimed()
         return posted
@@ -159,20 +219,47 @@ class StudyScheduler:
             log.info("caught up after start: %s post(s)", len(posted))
         return posted
 
-    def _tick_one(self, ref: CommunityRef, config: CommunityConfig) -> list[Posted]:
+    def _tick_many(self, items: list[tuple[CommunityRef, CommunityConfig]]) -> list[Posted]:
+        """The jobs due now of these communities. For more than one, what is claimed already
+        and the due reveals are read in one query each, not one per community."""
+        due: dict[CommunityRef, list[int]] | None = None
+        if len(items) > 1:
+            now = self.now()
+            scope = self.scope()
+            due = {}
+            for ref, round_id in self.engine.due_rounds(scope):
+                due.setdefault(ref, []).append(round_id)
+            weeks = {
+                scoring.previous_week(scoring.iso_week(now, config.timezone)) for _, config in items if config.timezone
+            }
+            dailies, boards = self.engine.claimed(scope, now - CLAIMED_LOOKBACK, weeks)
+            for ref, channel_id, day in dailies:
+                self._done[(ref, "daily")] = max(self._done.get((ref, "daily"), ""), f"{channel_id}|{day}")
+            for ref, week in boards:
+                self._done[(ref, "leaderboard")] = max(self._done.get((ref, "leaderboard"), ""), week)
+        posted: list[Posted] = []
+        noticed = 0
+        for ref, config in items:
+            posted.extend(self._tick_one(ref, config, None if due is None else due.get(ref, [])))
+            if len(items) > 1 and len(posted) - noticed >= NOTIFY_EVERY:
+                noticed = len(posted)
+                self._claimed()  # let the deliverers start on what is claimed so far
+        return posted
+
+    def _tick_one(self, ref: CommunityRef, config: CommunityConfig, due: list[int] | None = None) -> list[Posted]:
         now = self.now()
         posted: list[Posted] = []
         try:
-            posted.extend(self._reveal(ref))
+            posted.extend(self._reveal(ref, due))
             if config.paused or config.channel_id is None:
                 return posted
             channel = ChannelRef(ref.platform, ref.community_id, config.channel_id)
             weekly = timing.weekly_due(now, config.daily_time, config.timezone)
-            if weekly is not None and (ref, "leaderboard", weekly.week) not in self._done:
+            if weekly is not None and self._done.get((ref, "leaderboard")) != weekly.week:
                 posted.extend(self._leaderboard(ref, channel, weekly.week))
             daily = timing.daily_due(now, config.daily_time, config.timezone)
             key = f"{config.channel_id}|{daily.local_date}" if daily else ""
-            if daily is not None and (ref, "daily", key) not in self._done:
+            if daily is not None and self._done.get((ref, "daily")) != key:
                 posted.extend(self._daily(ref, channel, key, late=daily.late))
         except Exception:  # one community's failure must not stop the others' jobs
             log.exception(
@@ -183,15 +270,19 @@ class StudyScheduler:
             self._failed.discard(ref)
         return posted
 
-    def _reveal(self, ref: CommunityRef) -> list[Posted]:
-        cards = self.engine.close_due(ref)
+    def _reveal(self, ref: CommunityRef, due: list[int] | None = None) -> list[Posted]:
+        """Close the community's rounds whose window ended (`due`: their ids, read already)."""
+        if due is None:
+            cards = self.engine.close_due(ref)
+        else:
+            cards = [card for round_id in due if isinstance(card := self.engine.close_round(round_id), RevealCard)]
         for card in cards:
             log.info("revealed round %s in %s/%s", card.round_id, ref.platform, ref.community_id)
         return list(cards)
 
     def _leaderboard(self, ref: CommunityRef, channel: ChannelRef, week: str) -> list[Posted]:
         card = self.engine.weekly_post(ref, week)
-        self._done.add((ref, "leaderboard", week))
+        self._done[(ref, "leaderboard")] = week
         if card is None:
             log.info("leaderboard %s of %s/%s was already posted", week, ref.platform, ref.community_id)
             return []
@@ -200,11 +291,10 @@ class StudyScheduler:
 
     def _daily(self, ref: CommunityRef, channel: ChannelRef, key: str, late: bool) -> list[Posted]:
         card = self.engine.open_daily(channel, late=late)
+        self._done[(ref, "daily")] = key
         if isinstance(card, AlreadyOpen):
-            self._done.add((ref, "daily", key))
             log.info("daily round of %s is already open (#%s)", channel, card.round_id)
             return []
-        self._done.add((ref, "daily", key))
         return [card]
 
     def run_job(self, kind: JobKind, ref: CommunityRef) -> list[Posted | AlreadyOpen | Notice]:
@@ -220,7 +310,7 @@ class StudyScheduler:
             if kind == "reveal":
                 revealed = self._reveal(ref)
                 return list(revealed) or [Notice("No round's answer window has ended: nothing to reveal.")]
-            config = next((c for r, c in self.engine.communities() if r == ref), None)
+            config = self.engine.community(ref)
             if config is None:
                 return [Notice(f"There is no community {ref.platform}/{ref.community_id} yet.")]
             if config.channel_id is None:
@@ -237,8 +327,8 @@ class StudyScheduler:
     # --------------------------------------------------------- the wake-ups
 
     def start(self, paused: bool = False) -> None:
-        """Catch up, then arm APScheduler's jobs in a background thread (`paused`: armed but
-        never fired, for tests that inspect the jobs)."""
+        """Catch up, then plan every community and arm the wake job in a background thread
+        (`paused`: armed but never fired, for tests that inspect the plan)."""
         from apscheduler.executors.pool import ThreadPoolExecutor  # type: ignore[import-untyped]
         from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 
@@ -249,7 +339,7 @@ class StudyScheduler:
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
         )
         self._aps.start(paused=paused)
-        self._arm_all()
+        self._arm_all(reread=False)
         if self.refresh_seconds:
             self._aps.add_job(
                 self.refresh, "interval", seconds=self.refresh_seconds, id="refresh", replace_existing=True
@@ -268,79 +358,170 @@ class StudyScheduler:
         aps.shutdown(wait=False)
 
     def rebuild(self, only: CommunityRef | None = None) -> list[Posted]:
-        """After a /config change: run what the new settings make due now, then re-arm."""
+        """After a /config change: run what the new settings make due now, then re-plan."""
         posted = self.tick(only)
         self._arm_all(only)
         return posted
 
     def refresh(self) -> None:
-        """Periodically: notice settings changed elsewhere (another process, the CLI) and
-        rounds opened by hand, catch up on those and on jobs that failed (the database was
-        busy), and re-arm what moved."""
+        """Periodically: notice settings changed elsewhere (another process, the CLI; read
+        by version) and rounds opened by hand (every next close, one query), catch up on
+        those and on jobs that failed (the database was busy), and re-plan what moved."""
         try:
-            for ref, config in self.communities():
-                armed = self._armed.get(ref)
-                if armed is None or armed.config != config or ref in self._failed:
-                    self.tick(ref)
-            self._arm_all()
+            with self._lock:
+                if self._seen_version is None:
+                    changed = self._read_all()
+                else:
+                    changed = self._keep(self.engine.scheduled(self.scope(), after_version=self._seen_version))
+                stale = {
+                    row.ref
+                    for row in changed
+                    if (armed := self._armed.get(row.ref)) is None or armed.config != row.config
+                }
+                retry = set(self._failed)
+            for ref in sorted(stale | retry, key=lambda r: (r.platform, r.community_id)):
+                self.tick(ref)
+            with self._lock:
+                closes = self.engine.next_closes(self.scope())
+                moved = stale | retry | {row.ref for row in changed}
+                moved |= {ref for ref, runs in self._armed.items() if runs.reveal != closes.get(ref)}
+                for ref in moved:
+                    known = self._known.get(ref)
+                    if known is None or not self.serves(ref):
+                        self._unplan(ref)
+                    else:
+                        self._plan(ref, known.config, closes.get(ref))
+                self._arm_timer()
         except Exception:
             log.exception("refreshing the schedule failed")
 
     def _wake(self, ref: CommunityRef) -> None:
+        """One community's jobs now, then its plan (what the wake job does for each due)."""
         try:
             self.tick(ref)
         finally:
             self._arm_all(ref)
 
-    def _arm_all(self, only: CommunityRef | None = None) -> None:
-        with self._lock:
-            current = self.communities()
-            for ref, config in current:
-                if only is None or ref == only:
-                    self._arm(ref, config)
-            if only is None:
-                known = {ref for ref, _ in current}
-                for gone in [ref for ref in self._armed if ref not in known]:
-                    self._disarm(gone)
+    def _wake_due(self) -> None:
+        """The wake job: every community whose planned moment has come, in one pass."""
+        posted: list[Posted] = []
+        try:
+            with self._lock:
+                now = self.now()
+                due: list[CommunityRef] = []
+                while self._heap and self._heap[0][0] <= now:
+                    moment, _, ref = heapq.heappop(self._heap)
+                    runs = self._armed.get(ref)
+                    if runs is not None and runs.earliest() == moment and ref not in due:
+                        due.append(ref)
+                if due:
+                    posted = self._wake_many(due)
+        except Exception:
+            log.exception("the scheduled wake-up failed; the refresh retries")
+        finally:
+            with self._lock:
+                self._arm_timer()
+        if posted:
+            self._claimed()
 
-    def _arm(self, ref: CommunityRef, config: CommunityConfig) -> None:
-        runs = self.next_runs(ref, config)
-        if runs is None:
-            return
-        previous = self._armed.get(ref)
+    def _wake_many(self, refs: list[CommunityRef]) -> list[Posted]:
+        if len(refs) == 1:
+            config = self._config(refs[0])
+            items = [] if config is None else [(refs[0], config)]
+        else:
+            ids = [known.config.id for ref in refs if (known := self._known.get(ref)) is not None]
+            rows = self._keep(self.engine.scheduled(self.scope(), ids=ids))
+            wanted = set(refs)
+            items = [(row.ref, row.config) for row in rows if row.ref in wanted]
+        found = {ref for ref, _ in items}
+        for gone in [ref for ref in refs if ref not in found]:
+            self._unplan(gone)
+        posted = self._tick_many(items)
+        if len(items) == 1:
+            closes = {items[0][0]: close} if (close := self.engine.next_close(items[0][0])) else {}
+        else:
+            closes = self.engine.next_closes(self.scope())
+        for ref, config in items:
+            self._plan(ref, self._known[ref].config if ref in self._known else config, closes.get(ref))
+        return posted
+
+    def _arm_all(self, only: CommunityRef | None = None, reread: bool = True) -> None:
+        """Re-plan one community (read by key) or all (one query each for settings and
+        closes; `reread=False`: the settings just read by the catch-up), then arm the wake job."""
+        with self._lock:
+            if only is not None:
+                config = self._config(only)
+                if config is None:
+                    self._unplan(only)
+                else:
+                    self._plan(only, config, self.engine.next_close(only))
+            else:
+                rows = self._read_all() if reread else list(self._known.values())
+                closes = self.engine.next_closes(self.scope())
+                for row in rows:
+                    self._plan(row.ref, row.config, closes.get(row.ref))
+                known = {row.ref for row in rows}
+                for gone in [ref for ref in self._armed if ref not in known]:
+                    self._unplan(gone)
+                self._heap = [entry for entry in self._heap if self._current(entry)]
+                heapq.heapify(self._heap)
+            self._arm_timer()
+
+    def _plan(self, ref: CommunityRef, config: CommunityConfig, close: datetime | None) -> None:
+        runs = plan_next(ref, config, self.now(), close)
         self._armed[ref] = runs
-        aps = self._aps  # None once shut down, maybe while a job re-arms
+        moment = runs.earliest()
+        if moment is not None:
+            heapq.heappush(self._heap, (moment, next(self._seq), ref))
+            log.debug("planned %s/%s at %s", ref.platform, ref.community_id, moment)
+
+    def _unplan(self, ref: CommunityRef) -> None:
+        self._armed.pop(ref, None)
+        self._known.pop(ref, None)
+
+    def _current(self, entry: tuple[datetime, int, CommunityRef]) -> bool:
+        runs = self._armed.get(entry[2])
+        return runs is not None and runs.earliest() == entry[0]
+
+    def _arm_timer(self) -> None:
+        """Arm the wake job at the earliest planned moment (one already past: RETRY later)."""
+        while self._heap and not self._current(self._heap[0]):
+            heapq.heappop(self._heap)
+        if len(self._heap) > 4 * len(self._armed) + 64:  # stale entries: rebuild
+            self._heap = [entry for entry in self._heap if self._current(entry)]
+            heapq.heapify(self._heap)
+        aps = self._aps  # None once shut down, maybe while a wake-up re-arms
         if aps is None:
             return
-        for kind in JOB_KINDS:
-            moment = runs.of(kind)
-            job_id = job_name(kind, ref)
-            if moment is None:
-                remove_job(aps, job_id)
-            elif previous is None or previous.of(kind) != moment or aps.get_job(job_id) is None:
-                run_date = max(moment, self.now() + RETRY) if moment <= self.now() else moment
-                aps.add_job(
-                    self._wake, "date", run_date=run_date, args=[ref], id=job_id, name=job_id, replace_existing=True
-                )
-                log.debug("armed %s at %s", job_id, moment)
-
-    def _disarm(self, ref: CommunityRef) -> None:
-        self._armed.pop(ref, None)
-        aps = self._aps
-        if aps is not None:
-            for kind in JOB_KINDS:
-                remove_job(aps, job_name(kind, ref))
+        if not self._heap:
+            self._wake_at = None
+            remove_job(aps, WAKE_JOB)
+            return
+        moment = self._heap[0][0]
+        if moment != self._wake_at or aps.get_job(WAKE_JOB) is None:
+            now = self.now()
+            run_date = max(moment, now + RETRY) if moment <= now else moment
+            aps.add_job(self._wake_due, "date", run_date=run_date, id=WAKE_JOB, name=WAKE_JOB, replace_existing=True)
+            self._wake_at = moment
+            log.debug("wake-up armed at %s", run_date)
 
     def armed_jobs(self) -> dict[str, datetime]:
-        """APScheduler's jobs and their next run times (for tests and logs)."""
+        """The planned moment of each community's jobs while started (for tests and logs),
+        named as `job_name` says; APScheduler itself holds one wake job at the earliest."""
         if self._aps is None:
             return {}
-        return {job.id: job.next_run_time for job in self._aps.get_jobs() if job.next_run_time is not None}
+        with self._lock:
+            return {
+                job_name(kind, ref): moment
+                for ref, runs in self._armed.items()
+                for kind in JOB_KINDS
+                if (moment := runs.of(kind)) is not None
+            }
 
 
 def remove_job(aps: Any, job_id: str) -> None:
     """Remove an APScheduler job that may be gone already: a date job is removed by APScheduler's
-    thread once handed out (it may be the very job now re-arming itself from `_wake`), which can
+    thread once handed out (it may be the very wake job now re-arming itself), which can
     happen between a look-up and the removal, and a stopped scheduler finds none."""
     from apscheduler.jobstores.base import JobLookupError  # type: ignore[import-untyped]
 

@@ -26,7 +26,7 @@ from bot.core.values import (
     UserRef,
 )
 from bot.delivery import Deliverer
-from bot.schedule import StudyScheduler, job_name
+from bot.schedule import WAKE_JOB, StudyScheduler, job_name
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import FakeClock
@@ -632,50 +632,47 @@ def test_a_job_that_failed_is_retried_by_the_refresh(
 # ----------------------------------------------- APScheduler's own thread, racing
 
 
-def test_a_job_apscheduler_removed_already_is_not_removed_again(
+def test_the_wake_job_apscheduler_removed_already_is_re_armed_and_not_removed_again(
     engine: StudyEngine,
     scheduler: StudyScheduler,
     wall: Wall,
     clock: FakeClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """APScheduler's thread removes a date job once it has handed it out; the job itself (its
-    `_wake`) or a /config rebuild may look for it at that moment. Whatever the order, the
-    removal is not tried on a job that is gone (JobLookupError) and the re-arm completes."""
+    """APScheduler's thread removes the date wake job once it has handed it out, and the job
+    (or a /config rebuild) may look for it at that moment. Whatever the order, the removal
+    is not tried on a job that is gone (JobLookupError), and the wake job is armed again."""
     clock.set(utc(2026, 11, 24, 9, 0))
     ref = setup_community(engine, "club", "UTC")
-    scheduler.start(paused=True)  # the catch-up opens today's round: its reveal is armed
+    scheduler.start(paused=True)  # the catch-up opens today's round: its reveal comes first
     try:
         aps = scheduler._aps
-        reveal = job_name("reveal", ref)
-        assert reveal in scheduler.armed_jobs()
+        assert {job.id for job in aps.get_jobs()} == {WAKE_JOB, "refresh"}
+        assert aps.get_job(WAKE_JOB).next_run_time == utc(2026, 11, 24, 21, 0)
         looked_up = aps.get_job
 
         def handed_out_meanwhile(job_id: str, jobstore: str | None = None) -> object:
             job = looked_up(job_id, jobstore)
-            if job is not None and job_id == reveal:
+            if job is not None and job_id == WAKE_JOB:
                 aps.remove_job(job_id)  # APScheduler's thread, between this look-up and a removal
             return job
 
         monkeypatch.setattr(aps, "get_job", handed_out_meanwhile)
-        clock.set(utc(2026, 11, 24, 21, 0))  # the window has ended: the reveal job runs
-        scheduler._wake(ref)
-        assert len(wall.reveals()) == 1
-        jobs = scheduler.armed_jobs()
-        assert reveal not in jobs and jobs[job_name("daily", ref)] == utc(2026, 11, 25, 9, 0)
-
-        clock.set(utc(2026, 11, 25, 9, 0))  # the next round, its reveal armed again...
-        scheduler._wake(ref)
-        assert reveal in scheduler.armed_jobs()
+        scheduler.rebuild(ref)  # nothing moved: the look-up finds the job as it is handed out...
         monkeypatch.setattr(aps, "get_job", looked_up)
-        aps.remove_job(reveal)  # ...and handed out (so removed) before its run re-arms
-        clock.set(utc(2026, 11, 25, 21, 0))
-        scheduler._wake(ref)
-        assert len(wall.reveals()) == 2 and reveal not in scheduler.armed_jobs()
-        engine.config(ref, "paused", "on")
-        scheduler.rebuild(ref)  # a job never armed (the daily one, once paused): nothing to remove
+        clock.set(utc(2026, 11, 24, 21, 0))
+        scheduler._wake_due()  # ...and the handed-out job runs and arms the next one
+        assert len(wall.reveals()) == 1
+        assert aps.get_job(WAKE_JOB).next_run_time == utc(2026, 11, 25, 9, 0)
+        assert job_name("reveal", ref) not in scheduler.armed_jobs()
+
+        aps.remove_job(WAKE_JOB)  # handed out, and a rebuild comes before its run
         scheduler.rebuild(ref)
-        assert job_name("daily", ref) not in scheduler.armed_jobs()
+        assert aps.get_job(WAKE_JOB).next_run_time == utc(2026, 11, 25, 9, 0)
+        engine.config(ref, "paused", "on")
+        scheduler.rebuild(ref)  # nothing planned: the wake job goes...
+        scheduler.rebuild(ref)  # ...once; no job to remove the second time
+        assert aps.get_job(WAKE_JOB) is None and scheduler.armed_jobs() == {}
     finally:
         scheduler.shutdown()
 

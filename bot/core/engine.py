@@ -21,6 +21,7 @@ from bot.core.outbox import DeliveryPolicy, OutboxMixin
 from bot.core.ports import Links, Store
 from bot.core.practice import PracticeMixin, PracticePolicy, SuggestionPolicy
 from bot.core.rounds import RoundsMixin
+from bot.core.schedule_reads import ScheduleReadsMixin
 from bot.core.web_pages import WebPagesMixin
 
 __all__ = ["DeliveryPolicy", "DemoPolicy", "StudyEngine", "utcnow"]
@@ -33,7 +34,14 @@ def utcnow() -> datetime:
 # A mixin that declares a method another one defines (its "Provided by" lines) comes after
 # the one defining it, so that the engine's methods keep their full signatures for mypy.
 class StudyEngine(
-    PracticeMixin, BoardsMixin, RoundsMixin, OutboxMixin, WebPagesMixin, CommunityAdminMixin, DemoJobsMixin
+    PracticeMixin,
+    BoardsMixin,
+    RoundsMixin,
+    OutboxMixin,
+    WebPagesMixin,
+    CommunityAdminMixin,
+    DemoJobsMixin,
+    ScheduleReadsMixin,
 ):
     """The study bot's rules. Each public method is one use case and one unit of work."""
 

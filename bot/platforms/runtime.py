@@ -16,6 +16,7 @@ from typing import ParamSpec, TypeVar
 
 from bot.bridge import Bridge
 from bot.core.engine import StudyEngine
+from bot.core.scope import OnlyIds, Scope, ShardsOf
 from bot.core.values import (
     CommunityRef,
     ConfigCard,
@@ -47,7 +48,9 @@ class Runtime:
         self.platforms = platforms
         self.bridge = Bridge(bridge_threads)
         self.deliver_every_s = deliver_every_s
-        self.scheduler = StudyScheduler(engine, platforms=platforms, on_claimed=self.wake, accepts=self.serves)
+        self.scheduler = StudyScheduler(
+            engine, platforms=platforms, on_claimed=self.wake, accepts=self.serves, scope=self.scope
+        )
         self.deliverers: dict[str, Deliverer] = {}
         self._senders: dict[str, AsyncSend] = {}
         self._serves: dict[str, Callable[[str], bool]] = {}
@@ -72,6 +75,12 @@ class Runtime:
         """Whether this process schedules that community's rounds (the scheduler asks)."""
         accepts = self._serves.get(community.platform)
         return accepts is None or accepts(community.community_id)
+
+    def scope(self) -> Scope:
+        """What this process schedules, as SQL reads it: its platforms, each narrowed where
+        its adapter's `serves` is a Narrowing (a Discord shard set, the console's community)."""
+        narrow = tuple((p, rule) for p, rule in self._serves.items() if isinstance(rule, ShardsOf | OnlyIds))
+        return Scope(self.platforms, narrow)
 
     def add_progress(self, platform: str, show: Callable[[DemoProgressCard], Awaitable[None]]) -> None:
         """The platform's way of showing a running demo's progress (edit the queued message)."""

@@ -27,6 +27,8 @@ from bot.core.records import (
 )
 from bot.core.values import CommunityRef
 from bot.store import fast, item_stats, statements
+from bot.store.communities import CommunityQueries
+from bot.store.communities import community_config as _config
 from bot.store.database import Database, insert_ignoring
 from bot.store.group import GroupCommit
 from bot.store.tables import (
@@ -59,20 +61,6 @@ def _row_id(value: int | None) -> int:
     if value is None:
         raise RuntimeError("the database returned no row id")
     return value
-
-
-def _config(row: Any) -> CommunityConfig:
-    return CommunityConfig(
-        id=row.id,
-        name=row.name,
-        timezone=row.timezone,
-        daily_time=row.daily_time,
-        window_hours=row.window_hours,
-        channel_id=row.channel_id,
-        topics=tuple(t for t in row.topics.split(",") if t),
-        paused=row.paused,
-        web_public=bool(row.web_public),
-    )
 
 
 def _round(row: Any) -> RoundRecord:
@@ -119,7 +107,7 @@ class SqlStore:
         return self.group.run(lambda conn: unit(SqlTx(conn)))
 
 
-class SqlTx:
+class SqlTx(CommunityQueries):
     """One transaction's queries."""
 
     def __init__(self, conn: Connection) -> None:
@@ -152,10 +140,12 @@ class SqlTx:
         created = self.find_community(platform, external_id)
         if created is None:  # pragma: no cover - inserted above or by a concurrent writer
             raise RuntimeError(f"community {platform}/{external_id} vanished after insert")
+        self.bump_version(created.id)  # new: the schedulers' refresh picks it up
         return created
 
     def update_community(self, community_id: int, column: str, value: Any) -> CommunityConfig:
         self.conn.execute(update(Community).where(col(Community.id) == community_id).values({column: value}))
+        self.bump_version(community_id)  # the schedulers' refresh reads what changed
         return _config(self.conn.execute(select(Community).where(col(Community.id) == community_id)).one())
 
     def communities(self) -> list[tuple[CommunityRef, CommunityConfig]]:

@@ -10,7 +10,10 @@ from sqlmodel import Field, SQLModel
 
 class Community(SQLModel, table=True):
     __tablename__ = "communities"
-    __table_args__ = (UniqueConstraint("platform", "external_id", name="uq_community_platform_external"),)
+    __table_args__ = (
+        UniqueConstraint("platform", "external_id", name="uq_community_platform_external"),
+        Index("ix_communities_version", "version"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     platform: str = Field(max_length=16)
@@ -25,6 +28,9 @@ class Community(SQLModel, table=True):
     created_at: datetime
     # Its web pages: private (signed links only) unless an admin sets `/config web public`.
     web_public: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
+    # The settings' version: every change (and a new community) takes the next value of one
+    # counter shared by all rows, so a scheduler's refresh reads only `version > last seen`.
+    version: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class Member(SQLModel, table=True):

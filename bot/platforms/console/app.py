@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from bot.bridge import report_incident
 from bot.core import wording
 from bot.core.demo_request import parse_demo
+from bot.core.scope import OnlyIds
 from bot.core.text import MAX_TEXT, clean_name
 from bot.core.values import (
     Card,
@@ -161,7 +162,7 @@ class ConsoleApp:
         self.emit = emit or self.screen.show
         self.reader = LineReader(lambda: self.screen.read(self.user.display_name))
         community = self.community
-        runtime.add_sender(PLATFORM, self.send, serves=lambda community_id: community_id == community)
+        runtime.add_sender(PLATFORM, self.send, serves=OnlyIds((community,)))
         runtime.add_progress(PLATFORM, self.show_progress)
 
     def _user(self, name: str) -> UserRef:

@@ -40,6 +40,7 @@ from bot.core import wording
 from bot.core.demo_request import DEMO_BUTTON_PREFIX, decode_demo_button
 from bot.core.errors import SendFailed
 from bot.core.practice import QUEUE_PREFIX, RETRY_PREFIX, SUGGEST_PREFIX, decode_decision, decode_draft
+from bot.core.scope import ShardsOf
 from bot.core.values import (
     AnswerFeedback,
     ChannelRef,
@@ -141,12 +142,7 @@ def guild_shard(guild_id: int, shard_count: int) -> int:
 def shard_filter(shard_count: int, shard_ids: tuple[int, ...]) -> Callable[[str], bool]:
     """Whether a community (a guild id) belongs to this process's shards: the scheduler and
     the outbox of each shard process serve only those guilds."""
-    mine = frozenset(shard_ids)
-
-    def serves(community_id: str) -> bool:
-        return community_id.isdigit() and guild_shard(int(community_id), shard_count) in mine
-
-    return serves
+    return ShardsOf(shard_count, tuple(sorted(set(shard_ids))))  # also read as SQL by the scheduler
 
 
 class DiscordApp:
