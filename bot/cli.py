@@ -203,17 +203,18 @@ def questions_lint(
     """Report every problem as path:line: message; exit 1 if there are any."""
     targets = paths or [Settings().questions_dir]
     questions, problems = collect(targets, root=ROOT)
-    if questions:
-        typer.echo(length_rank_summary(questions))
     if problems:
         for problem in problems:
             typer.echo(problem)
+        if questions:
+            typer.echo(length_rank_summary(questions), err=True)
         raise fail(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found.")
     files = len({q.source.rsplit(":", 1)[0] for q in questions})
     typer.echo(
         f"OK: {len(questions)} questions in {files} files, "
         f"{sum(1 for q in questions if q.check)} with executable checks."
     )
+    typer.echo(length_rank_summary(questions))
 
 
 def _bank_or_exit(settings: Settings) -> Bank:
