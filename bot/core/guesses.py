@@ -132,9 +132,10 @@ class GuessesMixin(EngineBase):
         with self.store.read() as tx:
             community = tx.find_community(user.platform, user.community_id)
             job_id = None if community is None else tx.open_checkpoint_demo(community.id, channel.channel_id)
-        if job_id is None:
+            job = None if job_id is None else tx.get_demo(job_id)
+        if job is None or not takes_guesses(job.module, job.args):
             return Notice(wording.GUESS_NONE_OPEN)
-        return self.guess(user, job_id, band)
+        return self.guess(user, job.id, band)
 
     @staticmethod
     def _with_guesses(tx: StoreTx, card: DemoResultCard | DemoFailedCard) -> DemoResultCard | DemoFailedCard:
