@@ -11,12 +11,16 @@ import textwrap
 from pathlib import Path
 
 from bot.core.bank import (
+    MAX_LENGTH_RANK_SHARE,
     MAX_LONGEST_CORRECT_SHARE,
+    MIN_LENGTH_RANK_BANK,
     NEAR_DUPLICATE_THRESHOLD,
     Choice,
     Question,
     collect,
     correct_is_longest,
+    key_length_ranks,
+    length_rank_distribution,
     load_bank,
     longest_correct_share,
     near_duplicates,
@@ -160,6 +164,73 @@ def test_questions_stats_prints_the_share_and_the_limit(tmp_path: Path) -> None:
     result = run_studybot(tmp_path, ["questions", "stats"], bank=_bank_of(tmp_path, longest=4, total=10))
     assert result.returncode == 0, result.stderr
     assert "correct choice strictly the longest: 4 of 10 (40.0%); the limit is 30%" in result.stdout
+
+
+# ---------------------------------------------------------------- length rank, the whole bank
+
+# Distractors of 10, 12 and 14 characters; a key of 15, 13, 11 or 9 is the longest, 2nd, 3rd or 4th.
+KEY_LENGTH_AT_RANK = {1: 15, 2: 13, 3: 11, 4: 9}
+
+
+def _ranked_bank(tmp_path: Path, ranks: list[int]) -> Path:
+    """A bank with one question per entry of `ranks`, its correct choice at that length rank."""
+    questions = []
+    for i, rank in enumerate(ranks):
+        word = f"zq{i}x"  # a word of this question only, so no two questions look alike
+        right = "k" * KEY_LENGTH_AT_RANK[rank]
+        wrong = ["a" * 10, "b" * 12, "c" * 14]
+        why = f"The {word}a and the {word}b show why the {word}c pairs with the {word}d."
+        questions.append(question_yaml(f"q-{i:02}", f"Which {word}e goes with the {word}f?", right, wrong, why=why))
+    return write_bank(tmp_path, "fundamentals.yaml", *questions)
+
+
+def test_a_length_rank_may_hold_up_to_the_limit(tmp_path: Path) -> None:
+    assert (MAX_LENGTH_RANK_SHARE, MIN_LENGTH_RANK_BANK) == (0.30, 20)
+    bank = _ranked_bank(tmp_path, [1] * 6 + [2] * 6 + [3] * 4 + [4] * 4)  # 30%, 30%, 20%, 20%
+    questions, problems = collect([bank], root=ROOT)
+    assert problems == []
+    assert length_rank_distribution(questions) == {1: 6, 2: 6, 3: 4, 4: 4}
+
+
+def test_a_length_rank_over_the_limit_is_one_problem(tmp_path: Path) -> None:
+    # the tell moved one place: the key is rarely the longest, but 7 in 20 are the second longest
+    bank = _ranked_bank(tmp_path, [1] * 4 + [2] * 7 + [3] * 5 + [4] * 4)
+    assert collect([bank], root=ROOT)[1] == [
+        f"{bank}:1: the correct choice is the 2nd longest in 7 of 20 questions (35.0%, ties shared); "
+        "the limit is 30% per rank (its length rank gives it away)"
+    ]
+
+
+def test_a_bank_too_small_to_spread_is_not_held_to_the_length_rank_rule(tmp_path: Path) -> None:
+    bank = _ranked_bank(tmp_path, [2] * (MIN_LENGTH_RANK_BANK - 1))
+    assert collect([bank], root=ROOT)[1] == []
+
+
+def test_a_tie_shares_the_key_between_the_tied_ranks() -> None:
+    def question(right: str, *wrong: str) -> Question:
+        choices = (Choice(right, True, WHY), *(Choice(w, False, WHY) for w in wrong))
+        return Question("q-tie", "fundamentals", 1, "Which?", choices, ("r",))
+
+    assert key_length_ranks(question("abcd", "abcdef", "wxyz", "ab")) == {2: 0.5, 3: 0.5}
+    assert key_length_ranks(question("ab", "cd", "ef", "gh")) == {1: 0.25, 2: 0.25, 3: 0.25, 4: 0.25}
+    assert key_length_ranks(question("abc", "abcd", "ab")) == {2: 1.0}
+
+
+def test_questions_lint_prints_the_length_rank_distribution(tmp_path: Path) -> None:
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "bad").mkdir()
+    passing = _ranked_bank(tmp_path / "ok", [1] * 5 + [2] * 5 + [3] * 5 + [4] * 5)
+    result = run_studybot(tmp_path, ["questions", "lint", str(passing)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[1] == (
+        "correct choice by length rank (ties shared): longest 5 (25.0%), 2nd longest 5 (25.0%), "
+        "3rd longest 5 (25.0%), 4th longest 5 (25.0%); the limit is 30% per rank"
+    )
+    failing = _ranked_bank(tmp_path / "bad", [1] * 2 + [2] * 8 + [3] * 5 + [4] * 5)
+    result = run_studybot(tmp_path, ["questions", "lint", str(failing)])
+    assert result.returncode == 1
+    assert "the correct choice is the 2nd longest in 8 of 20 questions (40.0%" in result.stdout
+    assert "2nd longest 8 (40.0%)" in result.stderr
 
 
 # ---------------------------------------------------------------- near-duplicates
