@@ -10,6 +10,13 @@ and how often each choice was picked; and flags an editor should look at:
 - dead-distractor: a wrong choice nobody picks is no distractor at all;
 - unanswered: a question in the bank that nobody has answered yet.
 
+Every figure comes from sums the store keeps in each answer's own transaction (`tally` says
+what they are): per question and choice, answers and right ones; per member and question and
+choice, the same; per member, all their answers and right ones. The flags read the first, a
+few rows a community, and the members' picks of only the questions few get right; `analyse`
+computes the same sums from every answer (the recount). Members tied on rest-score are ranked
+by member key, not by when they answered, so that kept figures and recount agree exactly.
+
 Pure: plain rows in, plain values out. Choices are indexes in the bank file's order (the store
 maps a shuffled display back before the rows get here).
 """
@@ -18,13 +25,25 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from bot.core.bank import Question
-from bot.core.records import AnswerRow
+from bot.core.records import AnswerRow, ChoiceCount, MemberPick
 
-__all__ = ["AnswerRow", "ItemStats", "analyse", "point_biserial"]
+__all__ = [
+    "AnswerRow",
+    "ChoiceCount",
+    "ItemStats",
+    "MemberPick",
+    "analyse",
+    "analyse_kept",
+    "from_kept",
+    "off_pool",
+    "point_biserial",
+    "tally",
+    "wanted_picks",
+]
 
 MIN_ANSWERS = 10  # no flag (but unanswered) before a question has this many answers
 TOO_EASY_SHARE = 0.95  # share right at or above which a question is too easy
@@ -106,27 +125,103 @@ def point_biserial(right: Sequence[bool], scores: Sequence[float]) -> float | No
     return cov / math.sqrt(var_x * var_y)
 
 
+def tally(rows: Iterable[AnswerRow]) -> tuple[list[ChoiceCount], list[MemberPick]]:
+    """From every answer, the figures the store keeps answer by answer (the recount)."""
+    counts: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
+    picks: dict[tuple[str, str, int], list[int]] = defaultdict(lambda: [0, 0])
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for row in rows:
+        for found in (counts[(row.question_id, row.choice)], picks[(row.member, row.question_id, row.choice)]):
+            found[0] += 1
+            found[1] += row.correct
+        totals[row.member][0] += 1
+        totals[row.member][1] += row.correct
+    return (
+        [ChoiceCount(q, c, n, r) for (q, c), (n, r) in counts.items()],
+        [MemberPick(m, q, c, n, r, *totals[m]) for (m, q, c), (n, r) in picks.items()],
+    )
+
+
 def analyse(
     rows: Iterable[AnswerRow],
     questions: Sequence[Question],
     min_answers: int = MIN_ANSWERS,
     ratings: Mapping[str, float] | None = None,
 ) -> list[ItemStats]:
-    """Stats and flags for every question of the bank, in bank order. Answers to questions no
-    longer in the bank are left out, of the items and of the members' accuracy alike.
-    `ratings`: each question's difficulty rating (the one practice uses), carried as is."""
-    bank = {q.id: q for q in questions}
-    kept = [r for r in rows if r.question_id in bank]
-    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # member -> [right, answered]
-    per_item: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (member, question) -> same
-    by_question: dict[str, list[AnswerRow]] = defaultdict(list)
-    for row in kept:
-        totals[row.member][0] += row.correct
-        totals[row.member][1] += 1
-        per_item[(row.member, row.question_id)][0] += row.correct
-        per_item[(row.member, row.question_id)][1] += 1
-        by_question[row.question_id].append(row)
-    items = [_item(q, by_question.get(q.id, []), totals, per_item, min_answers) for q in questions]
+    """Stats and flags for every question of the bank, in bank order, from every answer.
+    Answers to questions no longer in the bank are left out, of the items and of the members'
+    accuracy alike. `ratings`: each question's difficulty rating (the one practice uses)."""
+    counts, picks = tally(rows)
+    return from_kept(questions, counts, picks, min_answers, ratings, discriminate=True)
+
+
+def from_kept(
+    questions: Sequence[Question],
+    counts: Iterable[ChoiceCount],
+    picks: Iterable[MemberPick],
+    min_answers: int = MIN_ANSWERS,
+    ratings: Mapping[str, float] | None = None,
+    discriminate: bool = False,
+) -> list[ItemStats]:
+    """`analyse_kept` with the members' picks read: those of `wanted_picks`'s questions (or of
+    every question, with `discriminate`) and of every answered question no longer in the pool."""
+    by_question: dict[str, list[MemberPick]] = defaultdict(list)
+    for pick in picks:
+        by_question[pick.question_id].append(pick)
+    pool = {q.id for q in questions}
+    outside = off_pool(p for q, found in by_question.items() if q not in pool for p in found)
+    return analyse_kept(
+        questions, counts, lambda qid: by_question.get(qid, []), outside, min_answers, ratings, discriminate
+    )
+
+
+def off_pool(picks: Iterable[MemberPick]) -> dict[str, tuple[int, int]]:
+    """Per member, (answers, right) to questions no longer in the pool: left out of the rest-score."""
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for pick in picks:
+        out[pick.member][0] += pick.answers
+        out[pick.member][1] += pick.correct
+    return {member: (n, r) for member, (n, r) in out.items()}
+
+
+def wanted_picks(
+    questions: Sequence[Question], counts: Iterable[ChoiceCount], min_answers: int = MIN_ANSWERS
+) -> list[str]:
+    """The questions whose members' picks the flags need: enough answers and few right (a
+    possible wrong key). The others are judged on their kept counts alone."""
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for count in counts:
+        totals[count.question_id][0] += count.answers
+        totals[count.question_id][1] += count.correct
+    out = []
+    for q in questions:
+        answers, right = totals.get(q.id, (0, 0))
+        if answers >= min_answers and right / answers <= WRONG_KEY_MAX_SHARE:
+            out.append(q.id)
+    return out
+
+
+def analyse_kept(
+    questions: Sequence[Question],
+    counts: Iterable[ChoiceCount],
+    picks_of: Callable[[str], Sequence[MemberPick]],
+    outside: Mapping[str, tuple[int, int]],
+    min_answers: int = MIN_ANSWERS,
+    ratings: Mapping[str, float] | None = None,
+    discriminate: bool = False,
+) -> list[ItemStats]:
+    """Stats and flags from the kept figures: `counts` for every question, and the members'
+    picks of a question from `picks_of`, read only for the questions `wanted_picks` names
+    (every question with `discriminate`, so that each gets its discrimination; without it
+    only those have one). `outside`: `off_pool` of the questions no longer in the pool."""
+    per_question: dict[str, list[ChoiceCount]] = defaultdict(list)
+    for count in counts:
+        per_question[count.question_id].append(count)
+    wanted = set(wanted_picks(questions, [c for q in questions for c in per_question.get(q.id, [])], min_answers))
+    items = []
+    for q in questions:
+        read = discriminate or q.id in wanted
+        items.append(_item(q, per_question.get(q.id, []), picks_of(q.id) if read else None, outside, min_answers))
     if ratings is None:
         return items
     return [replace(item, difficulty=ratings.get(item.question_id)) for item in items]
@@ -134,31 +229,43 @@ def analyse(
 
 def _item(
     question: Question,
-    rows: list[AnswerRow],
-    totals: dict[str, list[int]],
-    per_item: dict[tuple[str, str], list[int]],
+    counts: list[ChoiceCount],
+    picks: Sequence[MemberPick] | None,
+    outside: Mapping[str, tuple[int, int]],
     min_answers: int,
 ) -> ItemStats:
     key = question.answer_index
     width = len(question.choices)
-    if not rows:
+    answers = sum(c.answers for c in counts)
+    if not answers:
         return ItemStats(question.id, key, 0, None, None, (0.0,) * width, (UNANSWERED,))
-    picks = [0] * width
-    for row in rows:
-        if 0 <= row.choice < width:
-            picks[row.choice] += 1
-    answers = len(rows)
-    share = sum(r.correct for r in rows) / answers
-    rates = tuple(n / answers for n in picks)
+    chosen = [0] * width
+    for count in counts:
+        if 0 <= count.choice < width:
+            chosen[count.choice] += count.answers
+    share = sum(c.correct for c in counts) / answers
+    rates = tuple(n / answers for n in chosen)
 
-    # The rest-score: each member's accuracy on every other question.
-    observed: list[tuple[float, AnswerRow]] = []
-    for row in rows:
-        right_all, count_all = totals[row.member]
-        right_here, count_here = per_item[(row.member, question.id)]
-        if count_all > count_here:
-            observed.append(((right_all - right_here) / (count_all - count_here), row))
-    discrimination = point_biserial([r.correct for _, r in observed], [s for s, _ in observed])
+    # The rest-score: each member's accuracy on every other question still in the pool.
+    observed: list[tuple[float, MemberPick]] = []
+    if picks is not None:
+        here: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for pick in picks:
+            here[pick.member][0] += pick.answers
+            here[pick.member][1] += pick.correct
+        for pick in picks:
+            gone = outside.get(pick.member, (0, 0))
+            rest_n = pick.member_answers - gone[0] - here[pick.member][0]
+            rest_r = pick.member_correct - gone[1] - here[pick.member][1]
+            if rest_n > 0:
+                observed.append((rest_r / rest_n, pick))
+        observed.sort(key=lambda item: (-item[0], item[1].member, item[1].choice))
+    right: list[bool] = []
+    scores: list[float] = []
+    for score, pick in observed:
+        right += [True] * pick.correct + [False] * (pick.answers - pick.correct)
+        scores += [score] * pick.answers
+    discrimination = point_biserial(right, scores) if picks is not None else None
 
     flags: list[str] = []
     suspect: int | None = None
@@ -169,23 +276,29 @@ def _item(
             flags.append(WRONG_KEY)
         if share >= TOO_EASY_SHARE:
             flags.append(TOO_EASY)
-        dead = tuple(i for i in range(width) if i != key and picks[i] == 0)
+        dead = tuple(i for i in range(width) if i != key and chosen[i] == 0)
         if dead:
             flags.append(DEAD_DISTRACTOR)
     return ItemStats(question.id, key, answers, share, discrimination, rates, tuple(flags), suspect, dead)
 
 
-def _suspect_choice(observed: list[tuple[float, AnswerRow]], key: int, width: int) -> int | None:
-    """The wrong choice that most of the strongest third picks, ahead of the key, if any."""
-    ranked = sorted(observed, key=lambda item: -item[0])
-    top = ranked[: math.ceil(len(ranked) / 3)]
-    if len(top) < WRONG_KEY_MIN_TOP:
+def _suspect_choice(observed: list[tuple[float, MemberPick]], key: int, width: int) -> int | None:
+    """The wrong choice that most of the strongest third (`observed`, strongest first) picks,
+    ahead of the key, if any."""
+    size = sum(pick.answers for _, pick in observed)
+    top = math.ceil(size / 3)
+    if top < WRONG_KEY_MIN_TOP:
         return None
     picks = [0] * width
-    for _, row in top:
-        if 0 <= row.choice < width:
-            picks[row.choice] += 1
+    left = top
+    for _, pick in observed:
+        taken = min(left, pick.answers)
+        if 0 <= pick.choice < width:
+            picks[pick.choice] += taken
+        left -= taken
+        if not left:
+            break
     best = max((i for i in range(width) if i != key), key=lambda i: picks[i])
-    if picks[best] >= WRONG_KEY_TOP_SHARE * len(top) and picks[best] > picks[key]:
+    if picks[best] >= WRONG_KEY_TOP_SHARE * top and picks[best] > picks[key]:
         return best
     return None
