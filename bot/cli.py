@@ -51,6 +51,8 @@ app.add_typer(db_app, name="db")
 app.add_typer(demo_app, name="demo")
 schedule_app = typer.Typer(help="The scheduled jobs: daily round, reveal, weekly leaderboard.", no_args_is_help=True)
 app.add_typer(schedule_app, name="schedule")
+fsrs_app = typer.Typer(help="FSRS parameters fitted to a community's review log.", no_args_is_help=True)
+app.add_typer(fsrs_app, name="fsrs")
 
 
 PLATFORMS = ("console", "discord", "slack")
@@ -490,6 +492,29 @@ def schedule_run(
             typer.echo(f"[#{channel.channel_id}] {message.text}" if message.to == "channel" else message.text)
 
     Deliverer(engine, platform, community).deliver_due(show)
+
+
+@fsrs_app.command("fit")
+def fsrs_fit(
+    community: Annotated[str, typer.Option(help="The community id (a guild, a workspace, a console community).")],
+    platform: Annotated[str, typer.Option(help="console, discord or slack.")] = "console",
+) -> None:
+    """Fit the community's FSRS parameters to its review log on the demo worker (STUDYBOT_WORKER);
+    its reviews are scheduled with them from then on. Below the optimizer's minimum the defaults stay."""
+    from bot.fsrs_fit import FitFailure
+    from bot.fsrs_runs import fit_community, worker_fitter
+
+    if platform not in PLATFORMS:
+        raise fail(f"Unknown platform '{platform[:30]}'; platforms: {', '.join(PLATFORMS)}.", 2)
+    settings = Settings()
+    setup_logging(settings, quiet=True)
+    engine = _engine_or_exit(settings)
+    try:
+        typer.echo(fit_community(engine, CommunityRef(platform, community), worker_fitter(settings)))
+    except FitFailure as failure:
+        raise fail(failure.sentence) from None
+    except StudyBotError as exc:
+        raise fail(exc.message) from None
 
 
 @app.command()

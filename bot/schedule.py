@@ -1,4 +1,5 @@
-"""The schedules: each community's daily round, its reveal and the weekly leaderboard.
+"""The schedules: each community's daily round, its reveal, the weekly leaderboard and the
+weekly FSRS fit (handed to `weekly_fit`, bot/fsrs_runs.py, which runs it beside the scheduler).
 
 The database decides what happens, the scheduler only decides when to look, and it never
 sends: each claim writes an outbox row in the same transaction, and the platforms'
@@ -98,8 +99,11 @@ class StudyScheduler:
         on_claimed: Callable[[], None] | None = None,
         accepts: Callable[[CommunityRef], bool] | None = None,
         scope: Callable[[], Scope] | None = None,
+        weekly_fit: Callable[[CommunityRef, str], None] | None = None,
     ) -> None:
         self.engine = engine
+        # hands a community's weekly FSRS fit over (bot.fsrs_runs.WeeklyFits); None: no fits
+        self.weekly_fit = weekly_fit
         self.clock = clock or engine.now
         self.platforms = platforms
         self.community = community
@@ -261,6 +265,9 @@ class StudyScheduler:
             key = f"{config.channel_id}|{daily.local_date}" if daily else ""
             if daily is not None and self._done.get((ref, "daily")) != key:
                 posted.extend(self._daily(ref, channel, key, late=daily.late))
+            if weekly is not None and self.weekly_fit is not None and self._done.get((ref, "fsrs")) != weekly.week:
+                self.weekly_fit(ref, weekly.week)  # claimed and run beside the scheduler, never waited for
+                self._done[(ref, "fsrs")] = weekly.week
         except Exception:  # one community's failure must not stop the others' jobs
             log.exception(
                 "scheduled jobs of %s/%s failed; retrying at the next refresh", ref.platform, ref.community_id

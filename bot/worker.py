@@ -4,7 +4,9 @@ Each task runs the demo exactly as the local back end does (`python -m demos.<na
 --progress` in a child process, so the worker process itself stays small) and reports every
 progress event through the task's state, where the bot reads it. JSON only, never pickle;
 acks late, so a task whose worker dies is not lost silently; a soft and a hard time limit.
-It imports no engine or store: a worker host loads Celery and bot/demo_process.py only."""
+`studybot.fit_fsrs` fits a community's FSRS parameters to its review log the same way (a child
+process, bot/fsrs_fit.py). It imports no engine or store: a worker host loads Celery and
+bot/demo_process.py only."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from bot.demo_process import DemoFailure, run_demo_process
 log = logging.getLogger(__name__)
 
 
-def make_app(redis_url: str, timeout_s: float = 120.0) -> Celery:
+def make_app(redis_url: str, timeout_s: float = 120.0, fit_timeout_s: float = 1800.0) -> Celery:
     app = Celery("studybot", broker=redis_url, backend=redis_url)
     app.conf.update(
         task_serializer="json",
@@ -56,5 +58,17 @@ def make_app(redis_url: str, timeout_s: float = 120.0) -> Celery:
         # every chart, the main one first: [kind, base64 PNG] pairs (JSON keeps a list's order)
         charts = [[kind, base64.b64encode(picture).decode()] for kind, picture in outcome.pictures()]
         return {"events": events, "result": outcome.result, "chart": chart, "charts": charts}
+
+    # A community's FSRS fit (bot/fsrs_fit.py, imported here only when one runs): its own limits.
+    @app.task(name="studybot.fit_fsrs", soft_time_limit=fit_timeout_s, time_limit=fit_timeout_s + 10)  # type: ignore[untyped-decorator]
+    def fit_fsrs(rows: list[list[Any]]) -> dict[str, Any]:
+        from bot.fsrs_fit import FitFailure, run_fit_process
+
+        try:
+            return run_fit_process(rows, fit_timeout_s)
+        except FitFailure as failure:
+            raise RuntimeError(failure.sentence) from None
+        except SoftTimeLimitExceeded:
+            raise RuntimeError(f"The fit hit the worker's time limit of {fit_timeout_s:g} s and was stopped.") from None
 
     return app

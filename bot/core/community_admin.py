@@ -10,6 +10,7 @@ from collections.abc import Callable
 from bot.core.community import CONFIG_ALIASES, CommunityConfig, parse_setting
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput, NotFound
+from bot.core.fsrs_community import config_pair
 from bot.core.ports import StoreTx
 from bot.core.records import OutboxRecord
 from bot.core.text import clean_name
@@ -76,15 +77,16 @@ class CommunityAdminMixin(EngineBase):
             if key is None:
                 return ConfigCard(
                     community=current.name,
-                    settings=current.as_pairs(),
+                    settings=(*current.as_pairs(), config_pair(tx, current.id)),
                     alerts=alerts,
                     link=self._admin_link(community),
                 )
             column, stored = parse_setting(key, value)
             updated = tx.update_community(current.id, column, stored)
+            fsrs = config_pair(tx, current.id)
         return ConfigCard(
             community=updated.name,
-            settings=updated.as_pairs(),
+            settings=(*updated.as_pairs(), fsrs),
             changed=key.strip().lower().replace("-", "_"),
             link=self._admin_link(community),
         )

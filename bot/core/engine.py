@@ -16,6 +16,7 @@ from bot.core.bank import Bank, Question
 from bot.core.boards import BoardsMixin
 from bot.core.community_admin import CommunityAdminMixin
 from bot.core.demo_jobs import DemoJobsMixin, DemoPolicy
+from bot.core.fsrs_community import FsrsMixin
 from bot.core.item_analysis import ItemStats
 from bot.core.outbox import DeliveryPolicy, OutboxMixin
 from bot.core.ports import Links, Store
@@ -34,6 +35,7 @@ def utcnow() -> datetime:
 # A mixin that declares a method another one defines (its "Provided by" lines) comes after
 # the one defining it, so that the engine's methods keep their full signatures for mypy.
 class StudyEngine(
+    FsrsMixin,
     PracticeMixin,
     BoardsMixin,
     RoundsMixin,
@@ -72,6 +74,7 @@ class StudyEngine(
         self.suggestion_policy = suggestions or SuggestionPolicy()
         self._member_questions: dict[str, tuple[Question, int]] = {}  # approved members' questions
         self._flag_memo: dict[int, tuple[datetime, list[ItemStats]]] = {}
+        self._fsrs_memo: dict[int, tuple[float, tuple[float, ...] | None]] = {}  # fitted FSRS parameters
 
     # ---------------------------------------------------------- platform state
 

@@ -47,6 +47,8 @@ EVENT_MEMORY = timedelta(days=1)
 class RoundsMixin(EngineBase):
     """The daily round, answers (buttons, text, thread replies) and the reveal, for StudyEngine."""
 
+    # Provided by FsrsMixin.
+    community_parameters: Callable[[int], tuple[float, ...] | None]
     # Provided by PracticeMixin and BoardsMixin.
     _rate: Callable[[StoreTx, int, Question, bool], None]
     home: Callable[[UserRef], HomeCard]
@@ -136,7 +138,8 @@ class RoundsMixin(EngineBase):
         # Everything that needs no database is done before queueing for the writer.
         name = clean_name(user.display_name)
         week = scoring.iso_week(now, found.timezone)
-        miss_card = None if correct else spaced.first_miss_later(now)
+        parameters = self.community_parameters(row.community_id)  # its fitted FSRS weights, or None
+        miss_card = None if correct else spaced.first_miss_later(now, parameters)
 
         def write(tx: StoreTx) -> tuple[int, int] | AlreadyAnswered:
             member_id = tx.upsert_member(row.community_id, user.user_id, name, now)
@@ -164,7 +167,7 @@ class RoundsMixin(EngineBase):
             if not stored:  # a concurrent duplicate (double click, Slack retry)
                 chosen = tx.answer_choice(round_id, member_id)
                 return AlreadyAnswered(round_id=round_id, chosen=letter(chosen or 0))
-            self._schedule_review(tx, row, member_id, question.id, correct, now, miss_card)
+            self._schedule_review(tx, row, member_id, question.id, correct, now, miss_card, parameters)
             self._rate(tx, member_id, question, correct)
             return points, bonus
 
@@ -205,18 +208,19 @@ class RoundsMixin(EngineBase):
         correct: bool,
         now: datetime,
         miss_card: Callable[[int], tuple[str, datetime]] | None = None,
+        parameters: tuple[float, ...] | None = None,
     ) -> None:
         if row.kind != "daily":  # a private round ends with its answer
             tx.close_private(row.id, now)
         if row.kind == "review":
             state = tx.review_state(member_id, question_id)
             if state is not None:
-                new_state, due = spaced.after_review(state, correct, now)
+                new_state, due = spaced.after_review(state, correct, now, parameters)
                 tx.update_review(member_id, question_id, new_state, due)
                 return
         if not correct:  # a first miss starts a review card; an existing card keeps its schedule
             card_id = member_id * 100_000 + (row.id % 100_000)
-            new_state, due = miss_card(card_id) if miss_card else spaced.first_miss(card_id, now)
+            new_state, due = miss_card(card_id) if miss_card else spaced.first_miss(card_id, now, parameters)
             tx.add_review(member_id, question_id, new_state, due)
 
     def answer_text(

@@ -13,6 +13,7 @@ from bot.core.bank import TOPICS
 from bot.core.community import CommunityConfig
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput, NotFound
+from bot.core.fsrs_community import config_pair
 from bot.core.ports import StoreTx
 from bot.core.records import OutboxRecord
 from bot.core.text import clean_name
@@ -134,11 +135,12 @@ class WebPagesMixin(EngineBase):
             jobs = tx.community_demos(config.id, 20)
             closes = tx.next_close(config.id)
             flagged = self._flagged_lines(tx, config.id, now)
+            fsrs = config_pair(tx, config.id)
         daily, weekly = pages.next_runs(config, now)
         closes = None if closes is None else as_utc(closes)
         return AdminPage(
             web,
-            config.as_pairs(),
+            (*config.as_pairs(), fsrs),
             daily,
             closes,
             weekly,

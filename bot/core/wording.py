@@ -623,3 +623,28 @@ def console_now_you(name: str) -> str:
 
 def unknown_command(command: str) -> str:
     return f"Unknown command {command[:30]}; type /help for the list."
+
+# FSRS fitted to the community (bot/core/fsrs_community.py, `studybot fsrs fit`, /config).
+FSRS_DEFAULTS = "defaults"
+FSRS_FITTED_ON = "fitted on {date} from {reviews:,} reviews"
+FSRS_TOO_FEW = (
+    "Not enough reviews to fit FSRS yet: {counted:,} of the {minimum:,} the fit needs (a review counts "
+    "when it comes a day or more after the card's previous one); {more:,} more needed. "
+    "The community keeps the default parameters."
+)
+FSRS_KEPT = (
+    "The fit kept the default parameters ({reviews:,} reviews were not enough for the optimizer); "
+    "the community keeps the parameters it had."
+)
+FSRS_FITTED = (
+    "Fitted FSRS to {reviews:,} reviews of {community} in {seconds:.1f} s on the worker: its reviews "
+    "are scheduled with these parameters from now on."
+)
+FSRS_FIT_FAILED = "The fit did not run, so {community} keeps its parameters: {reason}"
+
+
+def fsrs_in_use(parameters: bool, fitted_at: datetime | None, reviews: int) -> str:
+    """What /config says about the FSRS parameters a community uses."""
+    if not parameters or fitted_at is None:
+        return FSRS_DEFAULTS
+    return FSRS_FITTED_ON.format(date=f"{fitted_at:%Y-%m-%d}", reviews=reviews)

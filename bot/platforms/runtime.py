@@ -27,6 +27,7 @@ from bot.core.values import (
     SuggestionDecided,
 )
 from bot.delivery import AsyncSend, Deliverer, wake_or_timeout
+from bot.fsrs_runs import WeeklyFits
 from bot.jobs import DemoJobRunner
 from bot.schedule import StudyScheduler
 
@@ -49,7 +50,12 @@ class Runtime:
         self.bridge = Bridge(bridge_threads)
         self.deliver_every_s = deliver_every_s
         self.scheduler = StudyScheduler(
-            engine, platforms=platforms, on_claimed=self.wake, accepts=self.serves, scope=self.scope
+            engine,
+            platforms=platforms,
+            on_claimed=self.wake,
+            accepts=self.serves,
+            scope=self.scope,
+            weekly_fit=WeeklyFits(engine),  # each community's FSRS fit, weekly, on the demo worker
         )
         self.deliverers: dict[str, Deliverer] = {}
         self._senders: dict[str, AsyncSend] = {}

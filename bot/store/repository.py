@@ -26,7 +26,7 @@ from bot.core.records import (
     SuggestionRecord,
 )
 from bot.core.values import CommunityRef
-from bot.store import fast, item_stats, statements
+from bot.store import fast, fsrs, item_stats, statements
 from bot.store.communities import CommunityQueries
 from bot.store.communities import community_config as _config
 from bot.store.database import Database, insert_ignoring
@@ -830,6 +830,20 @@ class SqlTx(CommunityQueries):
     def answer_rows(self, community_id: int) -> list[AnswerRow]:
         """Every answer of the community, its choice in the bank file's order."""
         return item_stats.answer_rows(self.conn, community_id=community_id)
+
+    # --------------------------------------------------------------- FSRS fit
+
+    def fsrs_answers(self, community_id: int) -> list[tuple[int, str, str, bool, datetime, str | None, datetime]]:
+        return fsrs.review_answers(self.conn, community_id)
+
+    def fsrs_parameters(self, community_id: int) -> tuple[str | None, datetime | None, int] | None:
+        return fsrs.parameters_of(self.conn, community_id)
+
+    def fsrs_save(self, community_id: int, parameters: str | None, reviews: int, now: datetime) -> None:
+        fsrs.save(self.conn, community_id, parameters, reviews, now)
+
+    def fsrs_claim_week(self, community_id: int, week: str) -> bool:
+        return fsrs.claim_week(self.conn, community_id, week)
 
     # -------------------------------------------------------------- demo jobs
 

@@ -271,3 +271,61 @@ class QuestionRating(SQLModel, table=True):
     question_id: str = Field(max_length=60, primary_key=True)
     rating: float
     answers: int
+
+
+class CommunityFsrs(SQLModel, table=True):
+    """The FSRS parameters fitted to a community's review log (bot/fsrs_fit.py); no row, or
+    `parameters` NULL, means the package's defaults. `week`: the ISO week the weekly fit last
+    claimed; `reviews`: the counted reviews of the last fit or check."""
+
+    __tablename__ = "community_fsrs"
+
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE", primary_key=True)
+    parameters: str | None = Field(default=None, max_length=1000)  # a JSON list of 21 weights
+    reviews: int = Field(default=0)
+    fitted_at: datetime | None = None
+    checked_at: datetime | None = None
+    week: str | None = Field(default=None, max_length=8)
+
+
+class ItemCount(SQLModel, table=True):
+    """Answers to one question with one choice (bank file order) in a community, and how many
+    were right: kept in each answer's transaction (bot/store/item_stats.py). `slot` (the
+    member's id mod 8) spreads a question everyone answers at once over a few rows."""
+
+    __tablename__ = "item_counts"
+
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE", primary_key=True)
+    question_id: str = Field(max_length=60, primary_key=True)
+    choice: int = Field(primary_key=True)
+    slot: int = Field(primary_key=True)
+    answers: int
+    correct: int
+
+
+class ItemPick(SQLModel, table=True):
+    """A member's answers to one question with one choice, and how many were right: the
+    item analysis's rest-scores, kept in each answer's transaction."""
+
+    __tablename__ = "item_picks"
+    __table_args__ = (Index("ix_item_picks_question", "community_id", "question_id"),)
+
+    member_id: int = Field(foreign_key="members.id", ondelete="CASCADE", primary_key=True)
+    question_id: str = Field(max_length=60, primary_key=True)
+    choice: int = Field(primary_key=True)
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    answers: int
+    correct: int
+
+
+class ItemMember(SQLModel, table=True):
+    """All of a member's answers, and how many were right: beside `item_picks`, the rest-score."""
+
+    __tablename__ = "item_members"
+
+    member_id: int = Field(
+        foreign_key="members.id", ondelete="CASCADE", primary_key=True, sa_column_kwargs={"autoincrement": False}
+    )
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    answers: int
+    correct: int
