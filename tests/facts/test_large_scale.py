@@ -173,3 +173,18 @@ def test_full_recompute_keeps_2sbh_and_selective_34sbh_per_layer() -> None:
     # with t = 8 tensor and sequence parallel ranks dividing selective's figure (and none
     # dividing the unsplit input that full recomputation keeps), full still keeps about half
     assert 2 * full < selective / 8 < 3 * full
+
+
+def test_layer_norm_splits_along_the_sequence_but_attention_does_not() -> None:
+    torch.manual_seed(0)
+    s, h = 16, 32
+    x = torch.randn(2, s, h)
+    norm = nn.LayerNorm(h)
+    halves = torch.cat([norm(x[:, : s // 2]), norm(x[:, s // 2 :])], dim=1)
+    # layer norm works on each token alone: two sequence slices give the whole sequence's values
+    torch.testing.assert_close(halves, norm(x), rtol=0, atol=0)
+    # attention's softmax runs over every key: a query sees a different result from half the keys
+    q, k = torch.randn(2, s, h), torch.randn(2, s, h)
+    whole = torch.softmax(q @ k.transpose(1, 2), dim=-1)[..., : s // 2]
+    part = torch.softmax(q @ k[:, : s // 2].transpose(1, 2), dim=-1)
+    assert not torch.allclose(whole, part)
