@@ -156,14 +156,18 @@ class Runtime:
             return await self.deliverers[platform].deliver_due_async(self._senders[platform], self.bridge.run)
 
     async def _deliver_forever(self, platform: str, wake: asyncio.Event) -> None:
-        """Deliver until cancelled: every `deliver_every_s`, or at once when woken."""
+        """Deliver until cancelled: every `deliver_every_s`, at once when woken, and again at
+        once after a pass that sent a full batch (10,000 rounds due at 09:00 are 500 passes)."""
         while True:
+            sent = 0
             try:
-                await self.deliver_now(platform)
+                sent = await self.deliver_now(platform)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("delivering %s posts failed; trying again shortly", platform)
+            if sent >= self.deliverers[platform].batch:
+                continue
             await wake_or_timeout(wake, self.deliver_every_s)
             wake.clear()
 
