@@ -6,26 +6,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from bot.core import scoring
 from bot.core.bank import Question
+from bot.core.calibration import calibration
 from bot.core.community import CommunityConfig
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput
-from bot.core.item_analysis import UNANSWERED, ItemStats, analyse
+from bot.core.item_analysis import UNANSWERED, ItemStats, from_kept, wanted_picks
 from bot.core.ports import StoreTx
+from bot.core.streak_repair import StreakState
 from bot.core.text import clean_name
 from bot.core.values import CommunityRef, HomeCard, LeaderboardCard, ScoreCard, StatsLine, TopicLevel, UserRef
 
-FLAG_MEMO = timedelta(minutes=10)  # how long /config, the weekly post and the admin page reuse the item analysis
 
 
 class BoardsMixin(EngineBase):
     """Scores, the member's Home, leaderboards and the questions the item analysis flags."""
 
-    _flag_memo: dict[int, tuple[datetime, list[ItemStats]]]
-
+    # Provided by StreakRepairMixin.
+    _streak_state: Callable[[StoreTx, CommunityConfig, int, datetime], StreakState]
     # Provided by PracticeMixin.
     _levels: Callable[[dict[str, tuple[float, int]]], tuple[TopicLevel, ...]]
     difficulty: Callable[[list[Question], dict[str, tuple[float, int]]], dict[str, float]]
@@ -52,7 +53,7 @@ class BoardsMixin(EngineBase):
         stats = tx.answer_stats(member_id)
         total = tx.points_total(member_id)
         mine = tx.week_rank(community.id, week, member_id)  # (points, rank): not the whole board
-        streak, best = self._streaks(tx, community.id, member_id, now)
+        streaks = self._streak_state(tx, community, member_id, now)  # repaired days counted
         due = tx.reviews_due(member_id, now)
         levels = self._levels(tx.member_ratings(member_id))
 
@@ -68,22 +69,15 @@ class BoardsMixin(EngineBase):
             total_points=total,
             daily=line(("daily",)),
             practice=line(("practice", "review")),
-            streak=streak,
-            best_streak=best,
+            streak=streaks.streak,
+            best_streak=streaks.best,
             reviews_due=due,
             link=self._member_link(user),
             levels=levels,
+            calibration=calibration(tx.confidence_counts(member_id=member_id)),
+            repaired=streaks.repaired,
+            repair=streaks.offer,
         )
-
-    @staticmethod
-    def _streaks(tx: StoreTx, community_id: int, member_id: int, now: datetime) -> tuple[int, int]:
-        outcomes: list[bool | None] = []
-        for closed_at, closes_at, correct in tx.daily_outcomes(community_id, member_id):
-            still_open = closed_at is None and (closes_at is None or closes_at > now)
-            if still_open and correct is None and not outcomes:
-                continue  # an open round not yet answered does not break the streak
-            outcomes.append(correct)
-        return scoring.leading_run(outcomes), scoring.best_run(reversed(outcomes))
 
     def home(self, user: UserRef) -> HomeCard:
         """A member's own page: their score, streak and reviews due, and this week's board."""
@@ -130,20 +124,19 @@ class BoardsMixin(EngineBase):
     def _flagged(self, tx: StoreTx, community_id: int) -> list[ItemStats]:
         """The community's questions the item analysis flags (a likely wrong key, too easy, a
         distractor nobody picks), from its members' answers; unanswered ones are not news.
-        The analysis reads every answer of the community (seconds at a million), so /config,
-        the weekly post and the admin page share its result for FLAG_MEMO."""
-        now = self.now()
-        memo = self._flag_memo.get(community_id)
-        if memo is not None and timedelta(0) <= now - memo[0] < FLAG_MEMO:
-            return memo[1]
+        It reads the figures kept with every answer: a few rows, and the members' picks of
+        only the questions few get right (bot/core/item_analysis.py)."""
         found = []
         questions = self._pool(tx, community_id)
         ratings = self.difficulty(questions, tx.question_ratings(q.id for q in questions))
-        for stats in analyse(tx.answer_rows(community_id), questions, ratings=ratings):
+        counts = tx.item_counts(community_id)
+        wanted = wanted_picks(questions, counts)
+        outside = sorted({c.question_id for c in counts} - {q.id for q in questions}) if wanted else []
+        picks = tx.item_picks(community_id, [*wanted, *outside])
+        for stats in from_kept(questions, counts, picks, ratings=ratings):
             flags = tuple(flag for flag in stats.flags if flag != UNANSWERED)
             if flags:
                 found.append(replace(stats, flags=flags))
-        self._flag_memo[community_id] = (now, found)
         return found
 
     def _flag_alerts(self, tx: StoreTx, community_id: int) -> tuple[str, ...]:

@@ -5,24 +5,28 @@ decision, and a platform's deliverer sends it (bot/delivery.py).
 The use cases live in mixins named for what they hold, all on EngineBase (engine_base.py):
 rounds.py (daily round, answers, reveal), practice.py (/quiz, /review, members' questions),
 boards.py (scores, leaderboards), outbox.py, web_pages.py, community_admin.py (/config,
-/forget-me, export) and demo_jobs.py. This module composes them and sets their attributes."""
+/forget-me, export), demo_jobs.py and anki_export.py (decks for Anki). This module composes
+them and sets their attributes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timezone
 
+from bot.core.anki_export import AnkiExportMixin
 from bot.core.bank import Bank, Question
 from bot.core.boards import BoardsMixin
 from bot.core.community_admin import CommunityAdminMixin
+from bot.core.confidence import ConfidenceMixin
 from bot.core.demo_jobs import DemoJobsMixin, DemoPolicy
 from bot.core.fsrs_community import FsrsMixin
-from bot.core.item_analysis import ItemStats
+from bot.core.guesses import GuessesMixin
 from bot.core.outbox import DeliveryPolicy, OutboxMixin
 from bot.core.ports import Links, Store
 from bot.core.practice import PracticeMixin, PracticePolicy, SuggestionPolicy
 from bot.core.rounds import RoundsMixin
 from bot.core.schedule_reads import ScheduleReadsMixin
+from bot.core.streak_repair import StreakRepairMixin
 from bot.core.web_pages import WebPagesMixin
 
 __all__ = ["DeliveryPolicy", "DemoPolicy", "StudyEngine", "utcnow"]
@@ -36,14 +40,18 @@ def utcnow() -> datetime:
 # the one defining it, so that the engine's methods keep their full signatures for mypy.
 class StudyEngine(
     FsrsMixin,
+    StreakRepairMixin,
+    GuessesMixin,
     PracticeMixin,
     BoardsMixin,
     RoundsMixin,
+    ConfidenceMixin,
     OutboxMixin,
     WebPagesMixin,
     CommunityAdminMixin,
     DemoJobsMixin,
     ScheduleReadsMixin,
+    AnkiExportMixin,
 ):
     """The study bot's rules. Each public method is one use case and one unit of work."""
 
@@ -73,7 +81,6 @@ class StudyEngine(
         self.practice = practice or PracticePolicy()
         self.suggestion_policy = suggestions or SuggestionPolicy()
         self._member_questions: dict[str, tuple[Question, int]] = {}  # approved members' questions
-        self._flag_memo: dict[int, tuple[datetime, list[ItemStats]]] = {}
         self._fsrs_memo: dict[int, tuple[float, tuple[float, ...] | None]] = {}  # fitted FSRS parameters
 
     # ---------------------------------------------------------- platform state

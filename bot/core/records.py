@@ -48,6 +48,8 @@ class NewAnswer:
     points: int
     answered_at: datetime
     week: str
+    question_id: str  # the round's question, and the choice in the bank file's order, for the item analysis
+    file_choice: int
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,30 @@ class AnswerRow:
 
 
 @dataclass(frozen=True)
+class ChoiceCount:
+    """Kept per question and choice (file order) for the item analysis: answers, how many right."""
+
+    question_id: str
+    choice: int
+    answers: int
+    correct: int
+
+
+@dataclass(frozen=True)
+class MemberPick:
+    """One member's answers to one question with one choice, beside all their answers (to
+    every question they answered): what the item analysis's rest-score is made of."""
+
+    member: str
+    question_id: str
+    choice: int
+    answers: int
+    correct: int
+    member_answers: int
+    member_correct: int
+
+
+@dataclass(frozen=True)
 class SuggestionRecord:
     """A member's question as stored: its state, the question as JSON (`body`), the id it has
     in the community's bank once approved, and its author (None once they were forgotten)."""
@@ -116,3 +142,20 @@ class SuggestionRecord:
     author_member: int | None
     author_user: str | None
     author_name: str | None
+
+
+@dataclass(frozen=True)
+class ConfidenceContext:
+    """A member's answer to a round as confidence needs it: how it went, how sure they said
+    they were (None: not yet), the review card before that answer reviewed it (None: it
+    reviewed none), and the round's question and opening time (for "fast")."""
+
+    round_id: int
+    member_id: int
+    kind: str
+    correct: bool
+    answered_at: datetime
+    confidence: str | None
+    review_before: str | None
+    question_id: str
+    opened_at: datetime

@@ -64,3 +64,13 @@ def after_grade(
     card = Card.from_dict(json.loads(state))
     card, _ = scheduler(parameters).review_card(card, rating, _utc(now))
     return json.dumps(card.to_dict()), card.due
+
+
+def due_of(state: str) -> datetime:
+    """When a stored card is due."""
+    return Card.from_dict(json.loads(state)).due
+
+
+def last_review(state: str) -> datetime | None:
+    """When a stored card was last reviewed (None: never)."""
+    return Card.from_dict(json.loads(state)).last_review

@@ -47,10 +47,12 @@ EVENT_MEMORY = timedelta(days=1)
 class RoundsMixin(EngineBase):
     """The daily round, answers (buttons, text, thread replies) and the reveal, for StudyEngine."""
 
-    # Provided by FsrsMixin.
-    community_parameters: Callable[[int], tuple[float, ...] | None]
     # Provided by PracticeMixin and BoardsMixin.
     _rate: Callable[[StoreTx, int, Question, bool], None]
+    # Provided by FsrsMixin.
+    community_parameters: Callable[[int], tuple[float, ...] | None]
+    # Provided by StreakRepairMixin.
+    _repair_streak: Callable[[StoreTx, int, int, datetime], str | None]
     home: Callable[[UserRef], HomeCard]
 
     # ------------------------------------------------------------- daily round
@@ -141,7 +143,7 @@ class RoundsMixin(EngineBase):
         parameters = self.community_parameters(row.community_id)  # its fitted FSRS weights, or None
         miss_card = None if correct else spaced.first_miss_later(now, parameters)
 
-        def write(tx: StoreTx) -> tuple[int, int] | AlreadyAnswered:
+        def write(tx: StoreTx) -> tuple[int, int, str | None] | AlreadyAnswered:
             member_id = tx.upsert_member(row.community_id, user.user_id, name, now)
             bonus = 0
             points = 0
@@ -162,6 +164,8 @@ class RoundsMixin(EngineBase):
                     points=points,
                     answered_at=now,
                     week=week,
+                    question_id=question.id,
+                    file_choice=order[choice],
                 )
             )
             if not stored:  # a concurrent duplicate (double click, Slack retry)
@@ -169,14 +173,16 @@ class RoundsMixin(EngineBase):
                 return AlreadyAnswered(round_id=round_id, chosen=letter(chosen or 0))
             self._schedule_review(tx, row, member_id, question.id, correct, now, miss_card, parameters)
             self._rate(tx, member_id, question, correct)
-            return points, bonus
+            # a review that leaves none due may earn back a missed day (bot/core/streak_repair.py)
+            repaired = self._repair_streak(tx, row.community_id, member_id, now) if row.kind == "review" else None
+            return points, bonus, repaired
 
         # Concurrent first answers share one transaction on SQLite (group commit), each in
         # its own savepoint; the result comes back once it is committed.
         written = self.store.grouped(write)
         if isinstance(written, AlreadyAnswered):
             return written
-        points, bonus = written
+        points, bonus, repaired = written
         picked = question.choices[order[choice]]
         return AnswerFeedback(
             round_id=round_id,
@@ -190,6 +196,7 @@ class RoundsMixin(EngineBase):
             why=picked.why,
             trap=question.trap,
             streak_bonus=bonus,
+            streak_repaired=repaired,
         )
 
     def answer_button(self, user: UserRef, custom_id: str) -> AnswerFeedback | AlreadyAnswered | RoundClosed:
@@ -217,6 +224,7 @@ class RoundsMixin(EngineBase):
             if state is not None:
                 new_state, due = spaced.after_review(state, correct, now, parameters)
                 tx.update_review(member_id, question_id, new_state, due)
+                tx.set_review_before(row.id, member_id, state)  # a confidence re-grades from it
                 return
         if not correct:  # a first miss starts a review card; an existing card keeps its schedule
             card_id = member_id * 100_000 + (row.id % 100_000)

@@ -67,6 +67,31 @@ class AnswerFeedback:
     why: str
     trap: str | None
     streak_bonus: int = 0
+    # How sure the member said they were, when they said it with the answer (the console's
+    # `b sure`); None: the platform asks after the click (Sure / Unsure buttons).
+    noted: ConfidenceNoted | None = None
+    streak_repaired: str | None = None  # a review that cleared the last due: the missed day earned back
+
+
+@dataclass(frozen=True)
+class ConfidenceNoted:
+    """How sure a member was of an answer, recorded once (it changes no points). `grade`: what
+    FSRS was given for the review card (Again, Hard, Good, Easy), None when the answer touched
+    no review card; `due`: when that card comes back."""
+
+    round_id: int
+    sure: bool
+    correct: bool
+    grade: str | None = None
+    due: datetime | None = None
+
+
+@dataclass(frozen=True)
+class AlreadyNoted:
+    """A second "how sure" for the same answer: the first one stands."""
+
+    round_id: int
+    sure: bool
 
 
 @dataclass(frozen=True)
@@ -142,6 +167,34 @@ class ScoreCard:
     reviews_due: int
     link: str | None = None  # a signed, expiring link to the member's web page, when one is set up
     levels: tuple[TopicLevel, ...] = ()  # adaptive practice: the member's level per topic answered
+    calibration: Calibration | None = None  # None until they said how sure they were at least once
+    repaired: tuple[str, ...] = ()  # streak repair: the local dates of the days earned back, newest first
+    repair: RepairOffer | None = None  # the missed day that broke the streak, still to be earned back
+
+
+@dataclass(frozen=True)
+class RepairOffer:
+    """A missed daily round that broke a member's streak and can be earned back by clearing their
+    due reviews (`due` now) before `deadline`; `blocked_until`: the once-a-week rule forbids it
+    until then (after the deadline, when the window ends first)."""
+
+    missed: str  # the round's local date
+    deadline: datetime
+    due: int
+    blocked_until: datetime | None
+    timezone: str
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Accuracy when sure and when unsure, and the Brier score of those confidences (sure
+    counts as 90%, unsure as 50%; 0 is perfect), None below `needed` more answers
+    (bot/core/calibration.py)."""
+
+    sure: StatsLine
+    unsure: StatsLine
+    brier: float | None
+    needed: int = 0  # answers with a confidence still needed before the score is shown
 
 
 @dataclass(frozen=True)
@@ -224,6 +277,7 @@ class DemoQueued:
     module: str
     user: str
     args: tuple[str, ...] = ()
+    guesses: bool = False  # a checkpoint run of none and block: members may guess the saving first
 
 
 @dataclass(frozen=True)
@@ -412,6 +466,17 @@ class BankPage:
 
 
 @dataclass(frozen=True)
+class AnkiDeck:
+    """Questions to take into Anki as one package: a member's misses (`/review export`, their
+    web page) or the community's revealed bank (its web page). bot/anki.py writes the .apkg."""
+
+    kind: Literal["misses", "bank"]
+    name: str  # the deck's name in Anki
+    filename: str  # the .apkg's file name
+    notes: tuple[BankEntry, ...]  # one note per question, newest miss first (the bank: its order)
+
+
+@dataclass(frozen=True)
 class DemoEntry:
     job_id: int
     module: str
@@ -440,6 +505,7 @@ class AdminPage:
     alerts: tuple[str, ...]  # posts that failed or were given up
     demos: tuple[DemoEntry, ...]
     flagged: tuple[tuple[str, tuple[str, ...]], ...]  # question id, what the item analysis says
+    calibration: Calibration | None = None  # the community's, over every answer given with a confidence
 
 
 # ------------------------------------------------- members' questions, adaptive practice
@@ -564,6 +630,8 @@ Posted = QuestionCard | RevealCard | LeaderboardCard | DemoResultCard | DemoFail
 Card = (
     QuestionCard
     | AnswerFeedback
+    | ConfidenceNoted
+    | AlreadyNoted
     | AlreadyAnswered
     | RoundClosed
     | RevealCard
@@ -586,4 +654,5 @@ Card = (
     | SuggestionReceived
     | SuggestionQueue
     | SuggestionDecided
+    | AnkiDeck
 )

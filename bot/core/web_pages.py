@@ -10,6 +10,7 @@ from datetime import datetime
 
 from bot.core import pages, scoring
 from bot.core.bank import TOPICS
+from bot.core.calibration import calibration
 from bot.core.community import CommunityConfig
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput, NotFound
@@ -135,6 +136,7 @@ class WebPagesMixin(EngineBase):
             jobs = tx.community_demos(config.id, 20)
             closes = tx.next_close(config.id)
             flagged = self._flagged_lines(tx, config.id, now)
+            community_calibration = calibration(tx.confidence_counts(community_id=config.id))
             fsrs = config_pair(tx, config.id)
         daily, weekly = pages.next_runs(config, now)
         closes = None if closes is None else as_utc(closes)
@@ -147,4 +149,5 @@ class WebPagesMixin(EngineBase):
             alerts,
             tuple(pages.demo_entry(job) for job in jobs),
             flagged,
+            calibration=community_calibration,
         )

@@ -4,13 +4,18 @@ out (an embed, Block Kit, console lines); none of them words a message of its ow
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from bot.core.values import (
     AlreadyAnswered,
+    AlreadyNoted,
     AlreadyOpen,
     AnswerFeedback,
+    Calibration,
     ChoiceReveal,
+    ConfidenceNoted,
     ConfigCard,
     ConfirmForget,
     DemoFailedCard,
@@ -24,6 +29,7 @@ from bot.core.values import (
     Problem,
     QuestionCard,
     RevealCard,
+    RepairOffer,
     RoundClosed,
     ScoreCard,
     StatsLine,
@@ -77,7 +83,59 @@ def feedback_lines(card: AnswerFeedback) -> list[str]:
     lines = [feedback_headline(card), feedback_why(card)]
     if card.trap:
         lines.append(trap_line(card.trap))
+    if card.noted is not None:
+        lines.append(noted(card.noted))
+    if card.streak_repaired:
+        lines.append(streak_repaired(card.streak_repaired))
     return lines
+
+
+# ------------------------------------------------------------- how sure
+
+SURE_LABEL = "Sure"
+UNSURE_LABEL = "Unsure"
+ASK_SURE = "How sure were you? (It changes no points; it tunes your reviews.)"
+CONSOLE_ASK_SURE = "How sure were you? Type sure or unsure (it changes no points; it tunes your reviews)."
+SURE_WRONG = "You were sure: this one comes back tomorrow."
+NO_ANSWER_TO_RATE = "You have no answer to that question, so there is nothing to say how sure you were of."
+CONSOLE_SURE_WHEN = "Say sure or unsure right after an answer, or with it: b sure."
+
+
+def noted(card: ConfidenceNoted) -> str:
+    """The reply to "how sure": a confident wrong answer says when it comes back."""
+    if card.sure and not card.correct:
+        return SURE_WRONG
+    how = "sure" if card.sure else "unsure"
+    outcome = "" if not card.correct else (", and right" if card.sure else ", and right this time")
+    text = f"Noted: you were {how}{outcome}."
+    if card.grade is not None and card.due is not None:
+        text += f" Your review was graded {card.grade}; it comes back {card.due:%Y-%m-%d %H:%M} UTC."
+    return text
+
+
+def already_noted(card: AlreadyNoted) -> str:
+    how = "sure" if card.sure else "unsure"
+    return f"Already recorded: you said you were {how} of your answer to #{card.round_id}, and that stands."
+
+
+def calibration_lines(card: Calibration | None) -> list[str]:
+    """/score's and the web pages' lines on calibration (none before any confidence was given)."""
+    if card is None:
+        return []
+    lines = [f"When sure: {percent(card.sure)} right; when unsure: {percent(card.unsure)} right."]
+    if card.brier is None:
+        lines.append(f"Calibration shows after {count(card.needed, 'more answer')} with sure or unsure.")
+    else:
+        lines.append(f"Calibration (Brier score; 0 is perfect, 0.25 a coin toss): {card.brier:.3f}.")
+    return lines
+
+
+# The web pages' calibration section (bot/web/templates/calibration.html).
+CALIBRATION_NOTE = (
+    "Sure counts as a 90% chance of being right and unsure as 50%; the Brier score is the mean squared gap "
+    "between that chance and what happened: 0 is perfect, 0.25 is a coin toss."
+)
+CALIBRATION_NONE = "No answer with sure or unsure yet: say how sure you were after an answer."
 
 
 def already_answered(card: AlreadyAnswered) -> str:
@@ -128,6 +186,8 @@ def score_lines(card: ScoreCard, with_link: bool = True) -> list[str]:
         f"Daily accuracy {percent(card.daily)}; practice {percent(card.practice)}.",
         f"Streak {card.streak} (best {card.best_streak}). Reviews due: {card.reviews_due}.",
         *levels_lines(card.levels),
+        *calibration_lines(card.calibration),
+        *streak_repair_lines(card),
     ]
     if card.link and with_link:
         lines.append(f"{MEMBER_LINK}: {card.link}")
@@ -370,7 +430,7 @@ def see_it_run_hint(demo: str) -> str:
 # name for the settings command (Slack: /studybot-config, whose /config may be taken).
 COMMAND_HELP = (
     ("/quiz [topic]", "a private practice question"),
-    ("/review", "your missed questions, when they are due"),
+    ("/review [export]", "your missed questions, when they are due; export: all of them as an Anki deck"),
     ("/score", "your points, rank, accuracy, streaks and reviews due"),
     ("/leaderboard [week|all|2026-W48]", "the weekly or all-time leaderboard"),
     ("/demo checkpoint [layers=16 tokens=2048 ...]", "measure peak memory with and without checkpointing"),
@@ -595,7 +655,7 @@ CONSOLE_HELP = """Commands:
   /daily                 open today's daily round in this channel
   /close                 close the open daily round and reveal the answer
   /quiz [topic]          a private practice question
-  /review                your missed questions, when they are due
+  /review [export]       your missed questions, when they are due; export: as an Anki deck file
   /score                 your points, rank, accuracy, streaks and reviews due
   /leaderboard [week|all|2026-W48]
   /as NAME               switch to another user
@@ -607,7 +667,8 @@ CONSOLE_HELP = """Commands:
   /forget-me [confirm]   delete your data in this community
   /help, /quit
 A bare line answers your pending practice question, else the open daily round
-(a letter such as b, B) or b., or the choice's text)."""
+(a letter such as b, B) or b., or the choice's text). Add how sure you were (b sure,
+b unsure), or type sure or unsure on the next line."""
 CONSOLE_SAY_WHO = "Say who: /as NAME."
 CONSOLE_BYE = "Bye."
 CONSOLE_DEMOS_OFF = "Demos are not enabled in this session."
@@ -623,6 +684,111 @@ def console_now_you(name: str) -> str:
 
 def unknown_command(command: str) -> str:
     return f"Unknown command {command[:30]}; type /help for the list."
+
+
+# ------------------------------------------------------------------ Anki export
+
+ANKI_NOTHING_MISSED = "You have not missed a question here yet, so there is nothing to put in an Anki deck."
+ANKI_HOW = "In Anki: File > Import. Importing a newer export updates these cards instead of adding copies."
+ANKI_EXPORT_OPTION = "export: your missed questions as an Anki deck (.apkg)"
+
+
+def anki_deck_line(kind: str, notes: int) -> str:
+    """What an Anki deck holds: `kind` "misses" (a member's) or "bank" (a community's revealed questions)."""
+    what = count(notes, "missed question" if kind == "misses" else "revealed question")
+    return f"Your Anki deck: {what}, each with every choice's why and its references."
+
+
+def anki_attached(kind: str, notes: int) -> str:
+    return f"{anki_deck_line(kind, notes)} {ANKI_HOW}"
+
+
+def anki_saved(kind: str, notes: int, path: str) -> str:
+    return f"{anki_deck_line(kind, notes)} Saved to {path}\n{ANKI_HOW}"
+
+
+def anki_sent(kind: str, notes: int) -> str:
+    """Slack: the deck went to the member's messages with the app (a file cannot be ephemeral)."""
+    what = count(notes, "missed question" if kind == "misses" else "revealed question")
+    return f"Your Anki deck ({what}) is in your messages with me. {ANKI_HOW}"
+
+
+# ----------------------------------------------------------- streak repair
+
+
+def _local(moment: datetime, tz: str) -> str:
+    """'Thu 3 Dec 09:00 Europe/Paris': a moment in the community's time zone."""
+    local = moment.astimezone(ZoneInfo(tz))
+    return f"{local:%a} {local.day} {local:%b %H:%M} {tz}"
+
+
+def streak_repaired(missed: str) -> str:
+    """A review answer that cleared the member's last due review earned their missed day back."""
+    return (
+        f"Your reviews are clear: the daily round of {missed} you missed counts for your streak again "
+        "(one repair a week)."
+    )
+
+
+def repair_offer(offer: RepairOffer) -> str:
+    """/score and the member's page: how the missed day that broke the streak can be earned back."""
+    if offer.blocked_until is not None:
+        return (
+            f"You missed the daily round of {offer.missed}, which broke your streak. A streak can be "
+            f"repaired once a week; the next repair is possible from {_local(offer.blocked_until, offer.timezone)}."
+        )
+    deadline = _local(offer.deadline, offer.timezone)
+    if offer.due == 0:
+        how = f"no review is due now; if one comes due before {deadline}, clearing it earns the day back."
+    else:
+        how = f"clear your {count(offer.due, 'due review')} (/review) by {deadline} to earn it back."
+    return f"You missed the daily round of {offer.missed}, which broke your streak: {how}"
+
+
+def repaired_days(days: tuple[str, ...]) -> str:
+    return f"Repaired {count(len(days), 'day')} of your streak: {', '.join(days)}."
+
+
+def streak_repair_lines(card: ScoreCard) -> list[str]:
+    lines = [repair_offer(card.repair)] if card.repair is not None else []
+    if card.repaired:
+        lines.append(repaired_days(card.repaired[:5]))
+    return lines
+
+
+# --------------------------------------------------------- guess, then run
+
+GUESS_BANDS = ("under 25%", "25-50%", "50-75%", "over 75%")
+GUESS_INVITE = "Guess first: how much less peak memory will block checkpointing need than none?"
+GUESS_COUNTED = "Your guess is in: {band}. The result names who guessed right."
+GUESS_STANDS = "You guessed {band} already; your first guess stands."
+GUESS_CLOSED = "Guesses closed when the first figure arrived; watch the result."
+GUESS_NONE_OPEN = "No checkpoint demo here is taking guesses now; guesses open when /demo checkpoint is queued."
+CONSOLE_GUESS_USAGE = "Guess with a number: " + ", ".join(f"guess {i + 1} ({b})" for i, b in enumerate(GUESS_BANDS))
+
+
+def guess_invite_console() -> str:
+    return f"{GUESS_INVITE} {CONSOLE_GUESS_USAGE}."
+
+
+def guess_counted(band: int) -> str:
+    return GUESS_COUNTED.format(band=GUESS_BANDS[band])
+
+
+def guess_stands(band: int) -> str:
+    return GUESS_STANDS.format(band=GUESS_BANDS[band])
+
+
+def guess_result(saving: float | None, band: int, winners: tuple[str, ...], guesses: int) -> str:
+    """The result card's line on the guesses (the saving: 1 - block peak / none peak, in `band`)."""
+    made = f"{guesses} guess" if guesses == 1 else f"{guesses} guesses"
+    if saving is None:
+        return f"{made} made, but this run measured no none and block peaks to judge them by."
+    measured = f"Block checkpointing needed {saving:.0%} less peak memory than none ({GUESS_BANDS[band]})"
+    if not winners:
+        return f"{measured}: nobody guessed right ({made})."
+    names = ", ".join(winners[:20]) + (f" and {len(winners) - 20} more" if len(winners) > 20 else "")
+    return f"{measured}: guessed right by {names} ({len(winners)} of {made})."
 
 # FSRS fitted to the community (bot/core/fsrs_community.py, `studybot fsrs fit`, /config).
 FSRS_DEFAULTS = "defaults"

@@ -19,6 +19,7 @@ from bot.core.community import CommunityConfig
 from bot.core.records import (
     AnswerContext,
     AnswerRow,
+    ConfidenceContext,
     DemoJobRecord,
     NewAnswer,
     OutboxRecord,
@@ -26,11 +27,14 @@ from bot.core.records import (
     SuggestionRecord,
 )
 from bot.core.values import CommunityRef
-from bot.store import fast, fsrs, item_stats, statements
+from bot.store import confidence, fast, fsrs, item_stats, statements
 from bot.store.communities import CommunityQueries
 from bot.store.communities import community_config as _config
 from bot.store.database import Database, insert_ignoring
 from bot.store.group import GroupCommit
+from bot.store.guesses import GuessQueries
+from bot.store.item_stats import ItemStatsQueries
+from bot.store.streak_repair import StreakRepairQueries
 from bot.store.tables import (
     Answer,
     Community,
@@ -107,7 +111,7 @@ class SqlStore:
         return self.group.run(lambda conn: unit(SqlTx(conn)))
 
 
-class SqlTx(CommunityQueries):
+class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQueries):
     """One transaction's queries."""
 
     def __init__(self, conn: Connection) -> None:
@@ -171,6 +175,7 @@ class SqlTx(CommunityQueries):
         return int(self.conn.execute(select(col(Member.points_total)).where(col(Member.id) == member_id)).scalar_one())
 
     def delete_member(self, member_id: int) -> None:
+        item_stats.forget_member(self.conn, member_id)
         self.conn.execute(delete(Answer).where(col(Answer.member_id) == member_id))
         self.conn.execute(delete(WeeklyPoints).where(col(WeeklyPoints.member_id) == member_id))
         self.conn.execute(delete(Review).where(col(Review.member_id) == member_id))
@@ -394,6 +399,10 @@ class SqlTx(CommunityQueries):
                 "week": answer.week,
             },
         )
+        if inserted:
+            item_stats.count_answer(
+                self.conn, answer.community_id, answer.member_id, answer.question_id, answer.file_choice, answer.correct
+            )
         if inserted and answer.points:
             fast.rows(self.conn, statements.add_points(), {"member_id": answer.member_id, "points": answer.points})
             fast.rows(
@@ -1213,3 +1222,19 @@ class SqlTx(CommunityQueries):
             select(col(Round.question_id)).where(col(Round.member_id) == member_id, col(Round.opened_at) >= since)
         ).scalars()
         return set(answered) | set(given)
+
+    # ------------------------------------------------------------ confidence
+
+    def set_review_before(self, round_id: int, member_id: int, state: str) -> None:
+        confidence.set_review_before(self.conn, round_id, member_id, state)
+
+    def confidence_context(self, round_id: int, member_id: int) -> ConfidenceContext | None:
+        return confidence.context(self.conn, round_id, member_id)
+
+    def set_confidence(self, round_id: int, member_id: int, value: str) -> bool:
+        return confidence.set_confidence(self.conn, round_id, member_id, value)
+
+    def confidence_counts(
+        self, member_id: int | None = None, community_id: int | None = None
+    ) -> dict[tuple[str, bool], int]:
+        return confidence.counts(self.conn, member_id=member_id, community_id=community_id)

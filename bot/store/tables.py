@@ -97,6 +97,11 @@ class Answer(SQLModel, table=True):
     points: int
     answered_at: datetime
     week: str = Field(max_length=8)  # ISO week in the community's time zone, e.g. 2026-W48
+    # How sure the member said they were (given once, after the click): "sure" | "unsure", NULL
+    # when not said. review_before: the review card (FSRS JSON) before this answer reviewed it,
+    # kept so that the confidence can re-grade that review (bot/core/confidence.py).
+    confidence: str | None = Field(default=None, max_length=6)
+    review_before: str | None = Field(default=None, max_length=1000)
 
 
 class WeeklyPoints(SQLModel, table=True):
@@ -271,6 +276,35 @@ class QuestionRating(SQLModel, table=True):
     question_id: str = Field(max_length=60, primary_key=True)
     rating: float
     answers: int
+
+
+class StreakRepair(SQLModel, table=True):
+    """A daily round a member missed and earned back for their streak by clearing their due
+    reviews within 48 hours of it (bot/core/streak_repair.py): at most one a week."""
+
+    __tablename__ = "streak_repairs"
+    __table_args__ = (UniqueConstraint("member_id", "round_id", name="uq_streak_repair_member_round"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    member_id: int = Field(foreign_key="members.id", ondelete="CASCADE")
+    round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE")
+    repaired_at: datetime
+
+
+class DemoGuess(SQLModel, table=True):
+    """A member's guess, before the first figure, of how much less peak memory a checkpoint
+    demo's block strategy needs than none: band 0-3 (bot/core/guesses.py). One per member."""
+
+    __tablename__ = "demo_guesses"
+    __table_args__ = (UniqueConstraint("job_id", "member_id", name="uq_demo_guess_job_member"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    job_id: int = Field(foreign_key="demo_jobs.id", ondelete="CASCADE")
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE")
+    member_id: int = Field(foreign_key="members.id", ondelete="CASCADE")
+    band: int
+    guessed_at: datetime
 
 
 class CommunityFsrs(SQLModel, table=True):

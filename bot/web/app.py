@@ -27,11 +27,13 @@ from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from bot import anki
 from bot.bridge import Bridge, report_incident
+from bot.core import wording
 from bot.core.bank import TOPICS
 from bot.core.engine import StudyEngine
 from bot.core.errors import NotFound, StudyBotError
-from bot.core.values import BankEntry, ChoiceReveal, CommunityRef
+from bot.core.values import AnkiDeck, BankEntry, ChoiceReveal, CommunityRef
 from bot.core.wording import BUG
 from bot.web import charts
 from bot.web.links import BadLink, Grant, WebLinks
@@ -80,6 +82,7 @@ def environment() -> Environment:
     env.globals["demo_chart"] = charts.demo_chart
     env.globals["demo_timeline"] = charts.timeline_chart
     env.globals["demo_budget"] = charts.budget_chart
+    env.globals["texts"] = wording
     article = env.get_template("bank_entry.html")
 
     @functools.lru_cache(maxsize=4096)
@@ -132,6 +135,8 @@ def build_app(
         app.router.add_get(prefix + "/demos", _page(viewer, demos))
         app.router.add_get(prefix + "/demos/{job}/chart.png", _page(viewer, chart))
         app.router.add_get(prefix + "/me", _page(viewer, member))
+        app.router.add_get(prefix + "/me/misses.apkg", _page(viewer, member_deck))
+        app.router.add_get(prefix + "/bank.apkg", _page(viewer, bank_deck))
         app.router.add_get(prefix + "/admin", _page(viewer, admin))
     return app
 
@@ -293,6 +298,33 @@ async def bank(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     engine = request.app[ENGINE]
     page = await call(request, viewer, engine.bank_page, viewer.community, topic, _page_number(request))
     return render(request, "bank.html", viewer=viewer, nav=nav(viewer, "bank"), community=page.community, page=page)
+
+
+def _packaged(method: Callable[..., AnkiDeck], *args: Any) -> tuple[str, bytes]:
+    """An engine deck and its .apkg, in one hop off the loop."""
+    deck = method(*args)
+    return deck.filename, anki.package(deck)
+
+
+def _apkg(name: str, data: bytes) -> web.Response:
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}  # the name is [a-z0-9-] only
+    return web.Response(body=data, content_type="application/octet-stream", headers=headers)
+
+
+async def member_deck(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+    """The member's missed questions as an Anki deck (their own link only)."""
+    if viewer.user_id is None:
+        raise NotFound("Not found.")
+    engine = request.app[ENGINE]
+    name, data = await call(request, viewer, _packaged, engine.missed_deck, viewer.community, viewer.user_id)
+    return _apkg(name, data)
+
+
+async def bank_deck(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+    """The community's revealed bank as an Anki deck (whoever may see its bank page)."""
+    engine = request.app[ENGINE]
+    name, data = await call(request, viewer, _packaged, engine.bank_deck, viewer.community)
+    return _apkg(name, data)
 
 
 async def demos(request: web.Request, viewer: Viewer) -> web.StreamResponse:

@@ -15,17 +15,22 @@ import asyncio
 import logging
 import queue
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
+from bot import anki
 from bot.bridge import report_incident
-from bot.core import wording
+from bot.core import confidence, wording
 from bot.core.demo_request import parse_demo
 from bot.core.scope import OnlyIds
 from bot.core.text import MAX_TEXT, clean_name
 from bot.core.values import (
+    AnkiDeck,
+    AnswerFeedback,
     Card,
     ChannelRef,
     CommunityRef,
@@ -39,7 +44,7 @@ from bot.core.values import (
 )
 from bot.platforms import commands
 from bot.platforms.console.form import SuggestForm
-from bot.platforms.console.render import Message, author_notice, render
+from bot.platforms.console.render import Message, anki_saved, author_notice, render
 from bot.platforms.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -59,6 +64,8 @@ class ConsoleOptions:
     stdin: TextIO | None = None  # None: sys.stdin
     stdout: TextIO | None = None  # None: sys.stdout
     demo_wait_s: float = 630.0  # at the end of input, how long to wait for demos still running
+    # where `/review export` writes its Anki deck (`studybot console`: STUDYBOT_DEMO_OUT_DIR)
+    export_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "studybot-anki")
 
 
 class Screen:
@@ -153,6 +160,7 @@ class ConsoleApp:
         self.channel = ChannelRef(PLATFORM, self.community, CHANNEL)
         self.user = self._user(options.user)
         self.form: SuggestForm | None = None  # /suggest's guided prompts, while they run
+        self.sure_for: int | None = None  # the round whose answer the last line asked "how sure" of
         self.done = False
         self._posted = 0  # channel messages so far: a post's reference is its number
         # Held from a line's engine call until its answer is printed: a post the line caused
@@ -262,11 +270,25 @@ class ConsoleApp:
             return []
         if self.form is not None and text.lower() not in ("/quit", "/exit"):
             return await self._suggest_step(text)
+        last_answer, self.sure_for = self.sure_for, None  # "sure" answers only the line just before
+        if text.lower() in confidence.WORDS:
+            if last_answer is None:
+                return [Message("user", "notice", wording.CONSOLE_SURE_WHEN, {})]
+            self.sure_for = last_answer  # a second "sure" is told the first one stands
+            return render(
+                await self.runtime.call(self.engine.confide, self.user, last_answer, confidence.WORDS[text.lower()])
+            )
+        if text.split(maxsplit=1)[0].lower() == "guess":  # a guess on the channel's queued checkpoint demo
+            return render(await self.runtime.call(self.engine.guess_text, self.user, self.channel, text))
         if not text.startswith("/"):
-            card = await self.runtime.call(self.engine.answer_text, self.user, self.channel, text)
+            card = await self.runtime.call(self.engine.answer_line, self.user, self.channel, text)
             if card is None:
                 return [Message("user", "notice", wording.NOT_AN_ANSWER, {})]
-            return render(card)
+            messages = render(card)
+            if isinstance(card, AnswerFeedback) and card.noted is None:
+                self.sure_for = card.round_id
+                messages.append(Message("user", "ask_sure", wording.CONSOLE_ASK_SURE, {"round_id": card.round_id}))
+            return messages
         name, rest = commands.split(text)
         match name:
             case "as":
@@ -293,6 +315,9 @@ class ConsoleApp:
         if asked is None:
             return render(Problem(wording.unknown_command("/" + name)))
         result: Card = await self.runtime.call(getattr(self.engine, asked.method), *asked.args)
+        if isinstance(result, AnkiDeck):  # /review export: the package written to a file, its path shown
+            saved = await self.runtime.call(anki.save, result, self.options.export_dir)
+            return render(saved) if isinstance(saved, Problem) else anki_saved(result, str(saved))
         if isinstance(result, RevealCard):  # /close: the reveal itself is a channel post
             return []
         # /daily, /config post-now: the question itself is a channel post, through the outbox

@@ -11,9 +11,13 @@ from typing import Any, assert_never
 from bot.core import wording
 from bot.core.values import (
     AlreadyAnswered,
+    AlreadyNoted,
     AlreadyOpen,
+    AnkiDeck,
     AnswerFeedback,
+    Calibration,
     Card,
+    ConfidenceNoted,
     ConfigCard,
     ConfirmForget,
     DemoFailedCard,
@@ -65,6 +69,25 @@ def author_notice(card: SuggestionDecided) -> list[Message]:
     return [Message("user", "author_notice", wording.decided_author(card), author)]
 
 
+def _calibration_data(card: Calibration) -> dict[str, Any]:
+    return {
+        "sure": [card.sure.correct, card.sure.answered],
+        "unsure": [card.unsure.correct, card.unsure.answered],
+        "brier": card.brier,
+        "needed": card.needed,
+    }
+
+
+def _noted_data(card: ConfidenceNoted) -> dict[str, Any]:
+    return {"round_id": card.round_id, "sure": card.sure, "grade": card.grade, "due": card.due}
+
+
+def anki_saved(card: AnkiDeck, path: str) -> list[Message]:
+    """An Anki deck the console wrote to a file: where it is."""
+    data = {"path": path, "notes": len(card.notes), "question_ids": [n.question_id for n in card.notes]}
+    return [Message("user", "anki", wording.anki_saved(card.kind, len(card.notes), path), data)]
+
+
 def render(card: Card) -> list[Message]:
     """Lay an engine card out as console messages; the words come from bot.core.wording."""
     match card:
@@ -96,7 +119,16 @@ def render(card: Card) -> list[Message]:
                 "answer": card.answer,
                 "round_id": card.round_id,
             }
+            if card.noted is not None:
+                data["confidence"] = _noted_data(card.noted)
+            if card.streak_repaired:
+                data["streak_repaired"] = card.streak_repaired
             return [Message("user", "feedback", "\n".join(wording.feedback_lines(card)), data)]
+        case ConfidenceNoted():
+            return [Message("user", "confidence", wording.noted(card), _noted_data(card))]
+        case AlreadyNoted():
+            data = {"round_id": card.round_id, "sure": card.sure}
+            return [Message("user", "already_noted", wording.already_noted(card), data)]
         case AlreadyAnswered():
             data = {"chosen": card.chosen, "round_id": card.round_id}
             return [Message("user", "already_answered", wording.already_answered(card), data)]
@@ -140,6 +172,9 @@ def render(card: Card) -> list[Message]:
                 "practice_answered": card.practice.answered,
                 "practice_correct": card.practice.correct,
                 "levels": {level.topic: round(level.rating, 3) for level in card.levels},
+                "repaired": list(card.repaired),
+                "repair_open": None if card.repair is None else card.repair.missed,
+                "calibration": None if card.calibration is None else _calibration_data(card.calibration),
             }
             return [Message("user", "score", "\n".join(wording.score_lines(card)), data)]
         case LeaderboardCard():
@@ -189,8 +224,11 @@ def render(card: Card) -> list[Message]:
                 problem_data["incident"] = card.incident
             return [Message("user", "error", card.text, problem_data)]
         case DemoQueued():
-            data = {"job_id": card.job_id, "position": card.position, "module": card.module}
-            return [Message("channel", "demo_queued", wording.demo_queued(card), data)]
+            data = {"job_id": card.job_id, "position": card.position, "module": card.module, "guesses": card.guesses}
+            queued = wording.demo_queued(card)
+            if card.guesses:
+                queued += "\n" + wording.guess_invite_console()
+            return [Message("channel", "demo_queued", queued, data)]
         case DemoProgressCard():
             width = 20
             filled = round(width * card.done / max(card.total, 1))
@@ -219,4 +257,7 @@ def render(card: Card) -> list[Message]:
             ]
         case HomeCard():  # Slack's App Home; the console shows what /score shows
             return render(card.score)
+        case AnkiDeck():  # the app writes the file first (anki_saved); this is the deck without its path
+            data = {"notes": len(card.notes), "question_ids": [n.question_id for n in card.notes]}
+            return [Message("user", "anki", wording.anki_deck_line(card.kind, len(card.notes)), data)]
     assert_never(card)

@@ -37,8 +37,10 @@ from discord.ext import commands
 from bot.config import Settings
 from bot.core import choices as codec
 from bot.core import wording
+from bot.core.confidence import CONFIDENCE_PREFIX, decode_confidence
 from bot.core.demo_request import DEMO_BUTTON_PREFIX, decode_demo_button
 from bot.core.errors import SendFailed
+from bot.core.guesses import GUESS_PREFIX, decode_guess
 from bot.core.practice import QUEUE_PREFIX, RETRY_PREFIX, SUGGEST_PREFIX, decode_decision, decode_draft
 from bot.core.scope import ShardsOf
 from bot.core.values import (
@@ -329,6 +331,10 @@ class DiscordApp:
             await self.decide_click(interaction, custom_id)
         elif custom_id.startswith(DEMO_BUTTON_PREFIX):
             await self.demo_click(interaction, custom_id)
+        elif custom_id.startswith(CONFIDENCE_PREFIX):
+            await self.confidence_click(interaction, custom_id)
+        elif custom_id.startswith(GUESS_PREFIX):
+            await self.guess_click(interaction, custom_id)
         else:
             await self.answer_click(interaction, custom_id)
 
@@ -347,6 +353,17 @@ class DiscordApp:
             interaction, self.engine.answer_button, user_ref(interaction.user, interaction.guild_id), custom_id
         )
 
+    async def confidence_click(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
+        """Sure / Unsure under an answer's feedback: recorded once (one engine call), answered
+        privately; a second press is told the first one stands."""
+        if decode_confidence(custom_id) is None:
+            return await self.stale(interaction, custom_id)
+        if interaction.guild_id is None:
+            return await self.refuse(interaction, wording.GUILD_ONLY)
+        await self.respond(
+            interaction, self.engine.confidence_button, user_ref(interaction.user, interaction.guild_id), custom_id
+        )
+
     async def demo_click(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
         """The "see it run" button under a reveal: the question's demo queued for the member who clicked (one
         engine call), posted in the channel like /demo's; a refusal (cooldown, full queue) privately."""
@@ -362,6 +379,16 @@ class DiscordApp:
 
         await self.respond(
             interaction, self.engine.request_question_demo, found[0], found[1], round_id, ephemeral=None, after=after
+        )
+
+    async def guess_click(self, interaction: discord.Interaction[Any], custom_id: str) -> None:
+        """A guess on a queued checkpoint demo: one engine call, answered privately."""
+        if decode_guess(custom_id) is None:
+            return await self.stale(interaction, custom_id)
+        if interaction.guild_id is None:
+            return await self.refuse(interaction, wording.GUILD_ONLY)
+        await self.respond(
+            interaction, self.engine.guess_button, user_ref(interaction.user, interaction.guild_id), custom_id
         )
 
     # ------------------------------------------------------ members' questions
@@ -515,10 +542,13 @@ class DiscordApp:
             return
         user = UserRef(PLATFORM, str(message.guild.id), str(message.author.id), message.author.display_name)
         channel = ChannelRef(PLATFORM, str(message.guild.id), str(message.channel.id))
-        result = await self.runtime.call(self.engine.answer_text, user, channel, text)
+        result = await self.runtime.call(self.engine.answer_line, user, channel, text)
         if result is None:
             return
         reply = layout.render(result)
+        if isinstance(result, AnswerFeedback) and reply.embed is not None:  # by DM: no buttons (they need the server)
+            reply.view = None
+            reply.embed.remove_footer()
         try:
             if isinstance(result, AnswerFeedback):
                 try:

@@ -5,6 +5,7 @@ characters of content, 4,096 of an embed description, 256 of a title, 80 of a bu
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from dataclasses import dataclass, field, replace
@@ -13,15 +14,21 @@ from typing import Any, assert_never
 
 import discord
 
+from bot import anki
 from bot.core import choices as codec
 from bot.core import wording
+from bot.core.confidence import encode_confidence
 from bot.core.demo_request import encode_demo_button
+from bot.core.guesses import encode_guess
 from bot.core.practice import QUEUE_PREFIX
 from bot.core.values import (
     AlreadyAnswered,
+    AlreadyNoted,
     AlreadyOpen,
+    AnkiDeck,
     AnswerFeedback,
     Card,
+    ConfidenceNoted,
     ConfigCard,
     ConfirmForget,
     DemoFailedCard,
@@ -85,6 +92,7 @@ class Reply:
     embed: discord.Embed | None = None
     view: discord.ui.View | None = None
     files: tuple[str, ...] = ()  # PNGs on this machine, in order (a demo's first is the embed's image)
+    uploads: tuple[tuple[str, bytes], ...] = ()  # files made for this message: (file name, bytes), after `files`
     public: bool = False  # posted in the channel (else ephemeral where the platform allows)
     extra: list[Reply] = field(default_factory=list)
 
@@ -96,8 +104,10 @@ class Reply:
             out["embed"] = self.embed
         if self.view is not None:
             out["view"] = self.view
-        if self.files:
-            out["files"] = [discord.File(path, filename=os.path.basename(path)) for path in self.files]
+        if self.files or self.uploads:
+            out["files"] = [discord.File(path, filename=os.path.basename(path)) for path in self.files] + [
+                discord.File(io.BytesIO(data), filename=name) for name, data in self.uploads
+            ]
         return out
 
 
@@ -155,6 +165,18 @@ def reveal(card: RevealCard) -> Reply:
     return Reply(embed=embed(wording.reveal_title(card), "\n".join(lines), GREEN), view=view, public=True)
 
 
+def sure_view(round_id: int) -> discord.ui.View:
+    """Sure / Unsure under an answer's private feedback (`sb1:cf:<round>:<s|u>`)."""
+    view = discord.ui.View(timeout=None)
+    view.add_item(AnswerButton(encode_confidence(round_id, True), label=wording.SURE_LABEL))
+    view.add_item(
+        AnswerButton(
+            encode_confidence(round_id, False), label=wording.UNSURE_LABEL, style=discord.ButtonStyle.secondary
+        )
+    )
+    return view
+
+
 def demo_view(round_id: int) -> discord.ui.View:
     """The "see it run" button under a reveal: queues the question's demo for whoever clicks."""
     view = discord.ui.View(timeout=None)
@@ -185,8 +207,20 @@ def demo_result(card: DemoResultCard) -> Reply:
 
 
 def demo_progress(card: DemoProgressCard) -> Reply:
+    """The queued message edited with the rows so far; an empty view takes its guess buttons away."""
     table = code_block(wording.table_lines(card.header, card.rows), MAX_CONTENT - 300)
-    return Reply(content=f"{safe(wording.demo_progress_title(card))}\n{table}", public=True)
+    content = f"{safe(wording.demo_progress_title(card))}\n{table}"
+    return Reply(content=content, view=discord.ui.View(timeout=None), public=True)
+
+
+def demo_queued(card: DemoQueued) -> Reply:
+    """A queued demo in the channel; a checkpoint run of none and block invites guesses (buttons)."""
+    if not card.guesses:
+        return Reply(content=safe(wording.demo_queued(card)), public=True)
+    view = discord.ui.View(timeout=None)
+    for band, label in enumerate(wording.GUESS_BANDS):
+        view.add_item(AnswerButton(encode_guess(card.job_id, band), label=label, style=discord.ButtonStyle.secondary))
+    return Reply(content=safe(f"{wording.demo_queued(card)}\n{wording.GUESS_INVITE}"), view=view, public=True)
 
 
 # ------------------------------------------------------------ members' questions
@@ -332,8 +366,19 @@ def render(card: Card) -> Reply:
             lines = [wording.feedback_why(card)]
             if card.trap:
                 lines.append(wording.trap_line(card.trap))
+            if card.noted is not None:
+                lines.append(wording.noted(card.noted))
             colour = GREEN if card.correct else RED
-            return Reply(embed=embed(wording.feedback_headline(card), "\n\n".join(lines), colour))
+            reply = Reply(embed=embed(wording.feedback_headline(card), "\n\n".join(lines), colour))
+            if card.noted is None:  # how sure: asked under the feedback, once
+                if reply.embed is not None:
+                    reply.embed.set_footer(text=wording.ASK_SURE)
+                reply.view = sure_view(card.round_id)
+            return reply
+        case ConfidenceNoted():
+            return Reply(content=safe(wording.noted(card)))
+        case AlreadyNoted():
+            return Reply(content=safe(wording.already_noted(card)))
         case AlreadyAnswered():
             return Reply(content=wording.already_answered(card))
         case RoundClosed():
@@ -374,13 +419,16 @@ def render(card: Card) -> Reply:
         case Problem():
             return Reply(content=safe(wording.problem(card)))
         case DemoQueued():
-            return Reply(content=safe(wording.demo_queued(card)), public=True)
+            return demo_queued(card)
         case DemoProgressCard():
             return demo_progress(card)
         case DemoResultCard():
             return demo_result(card)
         case DemoFailedCard():
             return Reply(content=safe(wording.demo_failed(card)), public=True)
+        case AnkiDeck():  # the package attached to the private answer
+            text = wording.anki_attached(card.kind, len(card.notes))
+            return Reply(content=text, uploads=((card.filename, anki.package(card)),))
     assert_never(card)
 
 

@@ -26,12 +26,16 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 
+from bot import anki
 from bot.bridge import report_incident
 from bot.core import choices as codec
 from bot.core import wording
+from bot.core.confidence import CONFIDENCE_PREFIX, decode_confidence
 from bot.core.demo_request import DEMO_BUTTON_PREFIX, decode_demo_button
+from bot.core.guesses import GUESS_PREFIX, decode_guess
 from bot.core.practice import QUEUE_PREFIX, decode_decision
 from bot.core.values import (
+    AnkiDeck,
     AnswerWithHome,
     Card,
     ChannelRef,
@@ -171,8 +175,21 @@ class Listeners:
         if isinstance(card, QuestionCard) and card.kind == "daily":  # post-now: the question is a channel post
             await respond(text=wording.daily_opened(card), response_type="ephemeral")
             return
+        if isinstance(card, AnkiDeck):  # /review export: the file first, in the member's messages with the app
+            await self._send_deck(client, user, card)
         message = render.render(card)
         await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
+
+    @staticmethod
+    async def _send_deck(client: Any, user: UserRef, card: AnkiDeck) -> None:
+        """The .apkg in the member's messages with the app (a file shared in a channel is public).
+        files.completeUploadExternal takes a conversation's id, not a user's: a message posted to
+        the user id first answers with that conversation's id."""
+        data = await asyncio.to_thread(anki.package, card)
+        text = wording.anki_attached(card.kind, len(card.notes))
+        posted = await client.chat_postMessage(channel=user.user_id, text=text)
+        where = str(posted["channel"])
+        await client.files_upload_v2(channel=where, file=data, filename=card.filename, title=card.filename)
 
     async def _may_configure(self, client: Any, user_id: str) -> bool:
         """Workspace admins and owners (users.info), and the members the operator allowed."""
@@ -323,6 +340,12 @@ class Listeners:
         if action_id.startswith(DEMO_BUTTON_PREFIX):
             await self._demo_click(body, context, respond, client, actions[0])
             return
+        if action_id.startswith(CONFIDENCE_PREFIX):
+            await self._confidence_click(body, context, respond, actions[0])
+            return
+        if action_id.startswith(GUESS_PREFIX):
+            await self._guess_click(body, context, respond, actions[0])
+            return
         if codec.decode_answer(action_id) is None:
             await self._stale(respond, actions[0])
             return
@@ -364,6 +387,27 @@ class Listeners:
         if isinstance(card, DemoQueued):
             await self._post_queued(client, channel, card, respond)
             return
+        message = render.render(card)
+        await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
+
+    async def _guess_click(self, body: dict[str, Any], context: Any, respond: Any, action: dict[str, Any]) -> None:
+        """A guess on a queued checkpoint demo: one engine call, answered privately."""
+        if decode_guess(action.get("action_id")) is None:
+            await self._stale(respond, action)
+            return
+        user = self.identity.actor(context, body)
+        card = await self.runtime.call(self.engine.guess_button, user, str(action.get("action_id")))
+        message = render.render(card)
+        await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
+
+    async def _confidence_click(self, body: dict[str, Any], context: Any, respond: Any, action: dict[str, Any]) -> None:
+        """Sure / Unsure under an answer's feedback: recorded once (one engine call), answered
+        privately through the click's response_url; a second press is told the first one stands."""
+        action_id = str(action.get("action_id") or "")
+        if decode_confidence(action_id) is None:
+            await self._stale(respond, action)
+            return
+        card = await self.runtime.call(self.engine.confidence_button, self.identity.actor(context, body), action_id)
         message = render.render(card)
         await respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
 

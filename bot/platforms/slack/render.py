@@ -10,12 +10,17 @@ from typing import Any, assert_never
 from bot.core import choices as codec
 from bot.core import wording
 from bot.core.bank import TOPICS
+from bot.core.confidence import encode_confidence
 from bot.core.demo_request import encode_demo_button
+from bot.core.guesses import encode_guess
 from bot.core.values import (
     AlreadyAnswered,
+    AlreadyNoted,
     AlreadyOpen,
+    AnkiDeck,
     AnswerFeedback,
     Card,
+    ConfidenceNoted,
     ConfigCard,
     ConfirmForget,
     DemoFailedCard,
@@ -204,7 +209,26 @@ def config(card: ConfigCard) -> SlackMessage:
 def feedback(card: AnswerFeedback) -> SlackMessage:
     lines = wording.feedback_lines(card)
     blocks = [bold(lines[0]), *(section(line) for line in lines[1:])]
+    if card.noted is None:  # how sure: asked under the feedback, once
+        blocks += [context(wording.ASK_SURE), sure_buttons(card.round_id)]
     return _message("\n".join(lines), blocks)
+
+
+def sure_buttons(round_id: int) -> Block:
+    """Sure / Unsure under an answer's private feedback (`sb1:cf:<round>:<s|u>`)."""
+    return {
+        "type": "actions",
+        "block_id": f"sb1:sure:{round_id}",
+        "elements": [
+            {
+                "type": "button",
+                "action_id": encode_confidence(round_id, sure),
+                "value": encode_confidence(round_id, sure),
+                "text": {"type": "plain_text", "text": wording.SURE_LABEL if sure else wording.UNSURE_LABEL},
+            }
+            for sure in (True, False)
+        ],
+    }
 
 
 def demo_table(card: DemoResultCard | DemoProgressCard) -> list[str]:
@@ -218,6 +242,18 @@ def demo_result(card: DemoResultCard) -> SlackMessage:
     blocks.extend(context(note) for note in card.notes)
     lines = wording.demo_lines(card)
     return _message("\n".join(lines), blocks)
+
+
+def demo_queued(card: DemoQueued) -> SlackMessage:
+    """A queued demo in the channel; a checkpoint run of none and block invites guesses (buttons
+    that its first progress edit takes away)."""
+    text = wording.demo_queued(card)
+    if not card.guesses:
+        return _plain(text)
+    buttons = [_button(encode_guess(card.job_id, band), label) for band, label in enumerate(wording.GUESS_BANDS)]
+    actions = {"type": "actions", "block_id": f"sb1:guess:{card.job_id}", "elements": buttons}
+    blocks = [section(text), section(wording.GUESS_INVITE), actions]
+    return _message(f"{text}\n{wording.GUESS_INVITE}", blocks)
 
 
 def demo_progress(card: DemoProgressCard) -> SlackMessage:
@@ -430,6 +466,10 @@ def render(card: Card) -> SlackMessage:
             return question(card)
         case AnswerFeedback():
             return feedback(card)
+        case ConfidenceNoted():
+            return _plain(wording.noted(card))
+        case AlreadyNoted():
+            return _plain(wording.already_noted(card))
         case AlreadyAnswered():
             return _plain(wording.already_answered(card))
         case RoundClosed():
@@ -455,7 +495,7 @@ def render(card: Card) -> SlackMessage:
         case Problem():
             return _plain(wording.problem(card))
         case DemoQueued():
-            return _plain(wording.demo_queued(card))
+            return demo_queued(card)
         case DemoResultCard():
             return demo_result(card)
         case DemoProgressCard():
@@ -464,6 +504,8 @@ def render(card: Card) -> SlackMessage:
             return _plain(wording.demo_failed(card))
         case HomeCard():
             return score(card.score)
+        case AnkiDeck():  # the ephemeral answer; the listener uploads the package to the member's messages with the app
+            return _plain(wording.anki_sent(card.kind, len(card.notes)))
         case SuggestionReceived():
             return _plain(wording.suggestion_received(card))
         case SuggestionRefused():
