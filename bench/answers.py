@@ -8,7 +8,14 @@
 2. The weekly and all-time leaderboard over 1,000,000 stored answers (1,000 members, seven
    daily rounds a week for 143 weeks), through the engine.
 
+3. With --postgres URL --processes N: the same burst spread over N bot processes (each its
+   own engine and bridge, serving one guild of its own, as Discord shards would) on one
+   PostgreSQL, beside raw psycopg single-row INSERT + COMMIT in the same run (one connection,
+   and N processes at once); rows stored are checked against answers acknowledged. The
+   URL's schema is dropped and rebuilt: give it a database of its own.
+
 Run: .venv/bin/python bench/answers.py [--users 1000] [--clicks 5] [--stored 1000000]
+     .venv/bin/python bench/answers.py --postgres URL [--processes 4]
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -53,6 +61,7 @@ async def clicks_through(
     round_id: int,
     jobs: list[tuple[int, int]],
     callers: int,
+    guild: str = "bench-guild",
 ) -> tuple[float, dict[str, list[float]], Outcomes]:
     """Send `jobs` (user, choice) as `callers` concurrent async callers; latencies by outcome."""
     gate = asyncio.Semaphore(callers)
@@ -60,7 +69,7 @@ async def clicks_through(
     outcomes = {"scored": 0, "already": 0, "other": 0}
 
     async def one(user_index: int, choice: int) -> None:
-        who = UserRef("discord", "bench-guild", f"u{user_index}", f"User {user_index}")
+        who = UserRef("discord", guild, f"u{user_index}", f"User {user_index}")
         async with gate:
             started = time.perf_counter()
             result = await call(who, round_id, choice)
@@ -81,7 +90,13 @@ async def clicks_through(
 
 
 async def burst(
-    engine: StudyEngine, round_id: int, users: int, clicks: int, callers: int, bridge: Bridge | None
+    engine: StudyEngine,
+    round_id: int,
+    users: int,
+    clicks: int,
+    callers: int,
+    bridge: Bridge | None,
+    guild: str = "bench-guild",
 ) -> dict[str, tuple[float, dict[str, list[float]], Outcomes]]:
     """First clicks (one per user: each a scored write), then the repeats (each user clicks
     `clicks - 1` more times: each read-only). Through the bridge, or as the old path did:
@@ -98,8 +113,8 @@ async def burst(
         return await asyncio.to_thread(engine.answer, who, rid, choice)
 
     return {
-        "first": await clicks_through(call, round_id, first, callers),
-        "repeat": await clicks_through(call, round_id, repeats, callers),
+        "first": await clicks_through(call, round_id, first, callers, guild),
+        "repeat": await clicks_through(call, round_id, repeats, callers, guild),
     }
 
 
@@ -227,6 +242,155 @@ def timed(fn: object, repeat: int) -> list[float]:
     return times
 
 
+# ------------------------------------------------------------------ PostgreSQL, N processes
+
+
+def psycopg_url(url: str) -> str:
+    """SQLAlchemy's URL as psycopg's own connection string."""
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+def pg_reset(url: str) -> None:
+    """An empty schema at the newest revision (the bench refuses nothing: use a database of
+    its own, never one that holds a community's data)."""
+    import psycopg
+
+    with psycopg.connect(psycopg_url(url), autocommit=True) as conn:
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+        conn.execute(
+            "CREATE TABLE bench_raw (id BIGSERIAL PRIMARY KEY, round_id INT, member_id INT, choice INT, "
+            "correct BOOLEAN, points INT, answered_at TIMESTAMPTZ, UNIQUE (round_id, member_id))"
+        )
+    upgrade(url)
+
+
+def pg_raw_child(url: str, first: int, rows: int, barrier: Any, results: Any) -> None:
+    """`rows` single-row INSERT + COMMIT on one psycopg connection, started with the others."""
+    import psycopg
+
+    with psycopg.connect(psycopg_url(url)) as conn:
+        conn.execute("SELECT 1")
+        conn.commit()
+        barrier.wait()
+        started = time.time()
+        for i in range(first, first + rows):
+            conn.execute(
+                "INSERT INTO bench_raw (round_id, member_id, choice, correct, points, answered_at) "
+                "VALUES (1, %s, 0, true, 10, %s)",
+                (i, datetime.now(timezone.utc)),
+            )
+            conn.commit()
+        results.put({"start": started, "end": time.time()})
+
+
+def pg_bot_child(
+    url: str, guild: str, users: int, clicks: int, callers: int, threads: int, barrier: Any, results: Any
+) -> None:
+    """One bot process: its own engine and bridge on the shared database, serving one guild
+    (as a shard would); the burst starts when every process is ready."""
+    logging.basicConfig(level=logging.WARNING)
+    bank = load_bank(ROOT / "questions")
+    database = Database(url)
+    engine = StudyEngine(SqlStore(database), bank)
+    card = engine.open_daily(ChannelRef("discord", guild, "general"))
+    assert isinstance(card, QuestionCard)
+    bridge = Bridge(threads)
+    barrier.wait()
+    started = time.time()
+    phases = asyncio.run(burst(engine, card.round_id, users, clicks, callers, bridge, guild))
+    bridge.close()
+    database.dispose()
+    results.put(
+        {
+            "start": started,
+            "first_seconds": phases["first"][0],
+            "end": time.time(),
+            "round_id": card.round_id,
+            "latencies": {name: phase[1] for name, phase in phases.items()},
+            "outcomes": {name: phase[2] for name, phase in phases.items()},
+        }
+    )
+
+
+def run_processes(target: Callable[..., None], argsets: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Each argument set in its own (spawned) process, all released together; their reports."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(argsets))
+    results = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*a, barrier, results)) for a in argsets]
+    for proc in procs:
+        proc.start()
+    reports = [results.get(timeout=600) for _ in procs]
+    for proc in procs:
+        proc.join(60)
+        if proc.exitcode != 0:
+            raise SystemExit(f"a bench process failed (exit code {proc.exitcode})")
+    return reports
+
+
+def postgres_main(args: argparse.Namespace) -> None:
+    import psycopg
+
+    url: str = args.postgres
+    n = args.processes
+    total = args.users * args.clicks
+    pg_reset(url)
+    with psycopg.connect(psycopg_url(url)) as conn:  # one connection, as in the SQLite baseline
+        started = time.perf_counter()
+        for i in range(total):
+            conn.execute(
+                "INSERT INTO bench_raw (round_id, member_id, choice, correct, points, answered_at) "
+                "VALUES (0, %s, 0, true, 10, %s)",
+                (i, datetime.now(timezone.utc)),
+            )
+            conn.commit()
+        raw_one = total / (time.perf_counter() - started)
+    raw = run_processes(pg_raw_child, [(url, i * total, total // n) for i in range(n)])
+    raw_n = (total // n * n) / (max(r["end"] for r in raw) - min(r["start"] for r in raw))
+    per = args.users // n
+    bots = run_processes(
+        pg_bot_child,
+        [(url, f"shard-{i}", per, args.clicks, args.async_callers, args.bridge_threads) for i in range(n)],
+    )
+    start, end = min(b["start"] for b in bots), max(b["end"] for b in bots)
+    clicks = per * n * args.clicks
+    rate = clicks / (end - start)
+    first_rate = per * n / max(b["start"] + b["first_seconds"] - start for b in bots)
+    every = [ms for b in bots for phase in b["latencies"].values() for v in phase.values() for ms in v]
+    firsts = [ms for b in bots for v in b["latencies"]["first"].values() for ms in v]
+    acknowledged = sum(b["outcomes"]["first"]["scored"] + b["outcomes"]["repeat"]["scored"] for b in bots)
+    other = sum(b["outcomes"][p]["other"] for b in bots for p in ("first", "repeat"))
+    with psycopg.connect(psycopg_url(url)) as conn:
+        stored = conn.execute(
+            "SELECT count(*) FROM answers WHERE round_id = ANY(%s)", ([b["round_id"] for b in bots],)
+        ).fetchone()[0]  # type: ignore[index]
+    print(
+        f"answer burst on PostgreSQL: {clicks:,} clicks from {per * n:,} users ({args.clicks} each: the first "
+        f"scores) over {n} bot processes (one guild each, Bridge of {args.bridge_threads} threads, "
+        f"{args.async_callers} async callers per process)"
+    )
+    print(
+        f"  raw psycopg single-row commits in the same run: {raw_one:,.0f} rows/s on one connection, "
+        f"{raw_n:,.0f} rows/s from {n} processes at once"
+    )
+    print(
+        f"  first clicks {first_rate:>8,.0f}/s  ratio to raw ({n} processes) {first_rate / raw_n:.3f}  "
+        f"p50 {statistics.median(firsts):.2f} ms  p99 {percentile(firsts, 0.99):.2f} ms"
+    )
+    print(
+        f"  all clicks   {rate:>8,.0f}/s  ratio to raw ({n} processes) {rate / raw_n:.3f}, to one connection "
+        f"{rate / raw_one:.3f}  p50 {statistics.median(every):.2f} ms  p99 {percentile(every, 0.99):.2f} ms"
+    )
+    lost = acknowledged - stored
+    print(
+        f"  answers acknowledged {acknowledged:,}, rows stored {stored:,} (expected {per * n:,}), "
+        f"refused or failed {other}: {'zero lost' if lost == 0 and stored == per * n else 'MISMATCH'}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--users", type=int, default=1000)
@@ -235,8 +399,13 @@ def main() -> None:
     parser.add_argument("--async-callers", type=int, default=64, help="concurrent async callers on the bridge")
     parser.add_argument("--bridge-threads", type=int, default=8)
     parser.add_argument("--stored", type=int, default=1_000_000)
+    parser.add_argument("--postgres", metavar="URL", help="run the burst on this PostgreSQL (its schema is reset)")
+    parser.add_argument("--processes", type=int, default=4, help="bot processes sharing the PostgreSQL")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    if args.postgres:
+        postgres_main(args)
+        return
 
     bank = load_bank(ROOT / "questions")
     with tempfile.TemporaryDirectory() as tmp:
@@ -300,6 +469,9 @@ def main() -> None:
                 bridge.close()
         print(f"  bridge / to_thread throughput: {rates['bridge'] / rates['to_thread']:.2f}")
 
+        if args.stored <= 0:  # the answer burst only
+            engine.store.db.dispose()  # type: ignore[attr-defined]
+            return
         week, in_week = fill_answers(path, args.stored, 1000)
         community = CommunityRef("discord", "board-guild")
         engine.leaderboard(community, week=week)

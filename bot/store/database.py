@@ -16,6 +16,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from bot.core.errors import StoreUnavailable
+from bot.store import fast
+from bot.store.held import HeldReaders
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,8 @@ def _sqlite_engine(url: str, immediate: bool, busy_timeout_ms: int = DEFAULT_BUS
     def _on_begin(conn: Connection) -> None:
         # A deferred transaction that reads and then writes fails at once under WAL when
         # another writer got in between; taking the write lock first waits instead.
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        # Straight on the driver: exec_driver_sql's Python cost more than the BEGIN itself.
+        fast.driver_sql(conn, "BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
 
@@ -81,11 +84,22 @@ class Database:
         # in SQLite's busy handler, whose sleeps (up to 100 ms each) would set the tail latency;
         # other processes still wait through busy_timeout.
         self._write_gate: threading.Lock | None = threading.Lock() if self.is_sqlite else None
+        self._held: HeldReaders | None = None  # SQLite: each reading thread keeps its connection
         if self.is_sqlite:
             self.reader = _sqlite_engine(url, immediate=False, busy_timeout_ms=busy_timeout_ms)
             self.writer = _sqlite_engine(url, immediate=True, busy_timeout_ms=busy_timeout_ms)
+            self._held = HeldReaders(self.reader)
         else:
             self.reader = self.writer = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+    @contextmanager
+    def write_gate(self) -> Iterator[None]:
+        """This process's turn to write (SQLite has one writer; PostgreSQL needs no turn)."""
+        if self._write_gate is None:
+            yield
+            return
+        with self._write_gate:
+            yield
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -111,10 +125,14 @@ class Database:
             # The transaction begins with the first Core statement (so a read of several
             # statements sees one snapshot); a lone hot-path query on SQLite's driver
             # (bot/store/fast.py) needs none and skips the BEGIN and COMMIT.
-            with self.reader.connect() as conn:
-                yield conn
-                if conn.in_transaction():
-                    conn.commit()
+            if self._held is not None:
+                with self._held.read() as conn:
+                    yield conn
+            else:
+                with self.reader.connect() as conn:
+                    yield conn
+                    if conn.in_transaction():
+                        conn.commit()
         except DBAPIError as exc:
             unavailable = _unavailable(exc, "read")
             if unavailable is None:
@@ -122,6 +140,8 @@ class Database:
             raise unavailable from exc
 
     def dispose(self) -> None:
+        if self._held is not None:
+            self._held.close()
         self.reader.dispose()
         if self.writer is not self.reader:
             self.writer.dispose()

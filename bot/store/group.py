@@ -48,6 +48,7 @@ class GroupCommit:
         self._queue: list[_Slot[Any]] = []
         self._queue_lock = threading.Lock()
         self._leader = threading.Lock()
+        self._conn: Connection | None = None  # only the leader uses it
         self.transactions = 0  # committed batches, for tests and benchmarks
         self.units = 0
 
@@ -67,29 +68,63 @@ class GroupCommit:
             raise slot.error
         return slot.value  # type: ignore[return-value]
 
+    def _connection(self) -> Connection:
+        """The leader's writer connection, kept between batches (checking one out of the
+        pool and wrapping it cost more Python than a first answer's COMMIT)."""
+        conn = self._conn
+        if conn is None or conn.closed or conn.invalidated or conn.engine.pool is not self.db.writer.pool:
+            if conn is not None:
+                conn.close()
+            conn = self._conn = self.db.writer.connect()
+        return conn
+
     def _commit(self, batch: list[_Slot[Any]]) -> None:
+        alone = batch[0] if len(batch) == 1 else None
         try:
-            with self.db.write() as conn:
-                for slot in batch:
-                    fast.driver_sql(conn, "SAVEPOINT unit")
-                    try:
-                        slot.value = slot.unit(conn)
-                    except Exception as exc:
-                        fast.driver_sql(conn, "ROLLBACK TO SAVEPOINT unit")
-                        fast.driver_sql(conn, "RELEASE SAVEPOINT unit")
-                        slot.value = None
-                        slot.error = _as_unavailable(exc)
-                    else:
-                        fast.driver_sql(conn, "RELEASE SAVEPOINT unit")
+            with self.db.write_gate():
+                conn = self._connection()
+                try:
+                    with conn.begin():
+                        if alone is None:
+                            self._units(conn, batch)
+                        else:  # no savepoint: its failure rolls back the whole transaction
+                            try:
+                                alone.value = alone.unit(conn)
+                            except Exception as exc:
+                                alone.error = _as_unavailable(exc)
+                                raise
+                except DBAPIError as exc:
+                    if conn.invalidated:
+                        conn.close()
+                    unavailable = _as_unavailable(exc)
+                    if unavailable is exc:
+                        raise
+                    raise unavailable from exc
             self.transactions += 1
             self.units += len(batch)
         except BaseException as exc:  # the transaction failed: nothing of the batch is stored
             for slot in batch:
                 slot.value = None
-                slot.error = exc
+                if slot is not alone or slot.error is None:
+                    slot.error = exc
         finally:
             for slot in batch:
                 slot.done = True
+
+    @staticmethod
+    def _units(conn: Connection, batch: list[_Slot[Any]]) -> None:
+        """Each unit of the batch in its own savepoint: one that raises is undone alone."""
+        for slot in batch:
+            fast.driver_sql(conn, "SAVEPOINT unit")
+            try:
+                slot.value = slot.unit(conn)
+            except Exception as exc:
+                fast.driver_sql(conn, "ROLLBACK TO SAVEPOINT unit")
+                fast.driver_sql(conn, "RELEASE SAVEPOINT unit")
+                slot.value = None
+                slot.error = _as_unavailable(exc)
+            else:
+                fast.driver_sql(conn, "RELEASE SAVEPOINT unit")
 
 
 def _as_unavailable(exc: Exception) -> BaseException:
