@@ -322,11 +322,14 @@ def questions_analysis(
     ] = MIN_ANSWERS,
     flagged: Annotated[bool, typer.Option("--flagged", help="Only flagged questions.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
+    recount: Annotated[
+        bool, typer.Option("--recount", help="Re-read every answer instead of the figures kept with each.")
+    ] = False,
 ) -> None:
     """Item analysis of the answers given: share right, discrimination, pick rates and flags."""
-    from bot.core.item_analysis import analyse, letter
+    from bot.core.item_analysis import analyse, from_kept, letter
     from bot.core.rating import start_difficulty
-    from bot.store.item_stats import answer_rows, question_ratings
+    from bot.store.item_stats import answer_rows, kept_figures, question_ratings
 
     settings = Settings()
     bank = _bank_or_exit(settings)
@@ -335,14 +338,30 @@ def questions_analysis(
         database = Database(settings.database_url)
         try:
             with database.read() as conn:
-                rows = answer_rows(conn, platform=platform, external_id=community)
+                if not recount:
+                    counts, kept_picks, stored = kept_figures(conn, platform=platform, external_id=community)
+                    if sum(c.answers for c in counts) != stored:
+                        typer.echo(
+                            f"The kept figures do not cover all {stored} answers (written around the store?): "
+                            "recounting every answer.",
+                            err=True,
+                        )
+                        recount = True
+                if recount:
+                    rows = answer_rows(conn, platform=platform, external_id=community)
                 rated = question_ratings(conn)
                 ratings = {q.id: rated.get(q.id, start_difficulty(q.difficulty)) for q in bank.questions}
         finally:
             database.dispose()
     except StudyBotError as exc:
         raise fail(exc.message) from None
-    items = [s for s in analyse(rows, bank.questions, min_answers, ratings) if s.flags or not flagged]
+    if recount:
+        analysed = analyse(rows, bank.questions, min_answers, ratings)
+        answered = len(rows)
+    else:
+        analysed = from_kept(bank.questions, counts, kept_picks, min_answers, ratings, discriminate=True)
+        answered = sum(c.answers for c in counts)
+    items = [s for s in analysed if s.flags or not flagged]
     if as_json:
         fields = (
             "question_id",
@@ -376,7 +395,7 @@ def questions_analysis(
         for note in s.describe():
             typer.echo(f"! {note}")
     typer.echo(
-        f"{len(rows)} answers; {sum(1 for s in items if s.flags)} questions flagged "
+        f"{answered} answers; {sum(1 for s in items if s.flags)} questions flagged "
         f"(flags other than unanswered need {min_answers} answers)."
     )
 

@@ -10,11 +10,13 @@ from datetime import datetime
 
 from bot.core import scoring
 from bot.core.bank import Question
+from bot.core.calibration import calibration
 from bot.core.community import CommunityConfig
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput
 from bot.core.item_analysis import UNANSWERED, ItemStats, from_kept, wanted_picks
 from bot.core.ports import StoreTx
+from bot.core.streak_repair import StreakState
 from bot.core.text import clean_name
 from bot.core.values import CommunityRef, HomeCard, LeaderboardCard, ScoreCard, StatsLine, TopicLevel, UserRef
 
@@ -22,6 +24,8 @@ from bot.core.values import CommunityRef, HomeCard, LeaderboardCard, ScoreCard, 
 class BoardsMixin(EngineBase):
     """Scores, the member's Home, leaderboards and the questions the item analysis flags."""
 
+    # Provided by StreakRepairMixin.
+    _streak_state: Callable[[StoreTx, CommunityConfig, int, datetime], StreakState]
     # Provided by PracticeMixin.
     _levels: Callable[[dict[str, tuple[float, int]]], tuple[TopicLevel, ...]]
     difficulty: Callable[[list[Question], dict[str, tuple[float, int]]], dict[str, float]]
@@ -48,7 +52,7 @@ class BoardsMixin(EngineBase):
         stats = tx.answer_stats(member_id)
         total = tx.points_total(member_id)
         mine = tx.week_rank(community.id, week, member_id)  # (points, rank): not the whole board
-        streak, best = self._streaks(tx, community.id, member_id, now)
+        streaks = self._streak_state(tx, community, member_id, now)  # repaired days counted
         due = tx.reviews_due(member_id, now)
         levels = self._levels(tx.member_ratings(member_id))
 
@@ -64,22 +68,15 @@ class BoardsMixin(EngineBase):
             total_points=total,
             daily=line(("daily",)),
             practice=line(("practice", "review")),
-            streak=streak,
-            best_streak=best,
+            streak=streaks.streak,
+            best_streak=streaks.best,
             reviews_due=due,
             link=self._member_link(user),
             levels=levels,
+            calibration=calibration(tx.confidence_counts(member_id=member_id)),
+            repaired=streaks.repaired,
+            repair=streaks.offer,
         )
-
-    @staticmethod
-    def _streaks(tx: StoreTx, community_id: int, member_id: int, now: datetime) -> tuple[int, int]:
-        outcomes: list[bool | None] = []
-        for closed_at, closes_at, correct in tx.daily_outcomes(community_id, member_id):
-            still_open = closed_at is None and (closes_at is None or closes_at > now)
-            if still_open and correct is None and not outcomes:
-                continue  # an open round not yet answered does not break the streak
-            outcomes.append(correct)
-        return scoring.leading_run(outcomes), scoring.best_run(reversed(outcomes))
 
     def home(self, user: UserRef) -> HomeCard:
         """A member's own page: their score, streak and reviews due, and this week's board."""
