@@ -128,7 +128,13 @@ def console(
     engine = _engine_or_exit(settings)
     if isinstance(sys.stdin, io.TextIOWrapper):  # undecodable bytes become U+FFFD, not a crash
         sys.stdin.reconfigure(errors="replace")
-    options = ConsoleOptions(user=user, community=community, jsonl=jsonl, demo_wait_s=settings.demo_timeout_s + 30)
+    options = ConsoleOptions(
+        user=user,
+        community=community,
+        jsonl=jsonl,
+        demo_wait_s=settings.demo_timeout_s + 30,
+        export_dir=settings.demo_out_dir,
+    )
     try:  # the console is a platform like the others: on the Runtime, its scheduler and demo runner
         asyncio.run(serve(settings, engine, ("console",), schedule=schedule, console=options))
     except KeyboardInterrupt:

@@ -175,7 +175,7 @@ def discord_options(name: str, option: str) -> list[dict[str, Any]]:
         return [typed("setting", key), *([typed("value", value)] if value else [])]
     if name == "forget-me":
         return [typed("confirm", option == "confirm")]
-    return [typed({"quiz": "topic", "leaderboard": "scope"}[name], option)]
+    return [typed({"quiz": "topic", "leaderboard": "scope", "review": "action"}[name], option)]
 
 
 async def walk_discord(place: World, clock: FakeClock) -> list[tuple[str, tuple[object, ...], str]]:

@@ -51,7 +51,10 @@ def _quiz(where: Where, text: str) -> Ask:
     return Ask("quiz", (where.user, where.channel, text or None))
 
 
-def _review(where: Where, _text: str) -> Ask:
+def _review(where: Where, text: str) -> Ask:
+    """`review`: the next due review; `review export`: your missed questions as an Anki deck."""
+    if text.lower() == "export":
+        return Ask("review_export", (where.user,))
     return Ask("review", (where.user, where.channel))
 
 
@@ -90,7 +93,7 @@ def _close(where: Where, _text: str) -> Ask:
 
 TABLE: tuple[TextCommand, ...] = (
     TextCommand("quiz", "[topic]", _quiz, ("", "fundamentals", "schedules")),
-    TextCommand("review", "", _review),
+    TextCommand("review", "[export]", _review, ("", "export")),
     TextCommand("score", "", _score),
     TextCommand("leaderboard", "[week|all|2026-W48]", _leaderboard, ("", "week", "this-week", "all", "2026-W48")),
     TextCommand(

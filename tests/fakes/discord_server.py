@@ -149,6 +149,7 @@ class FakeDiscord:
         self.forbidden_channels: set[str] = set()
         self.closed_dms: set[str] = set()
         self.dm_channels: dict[str, str] = {}  # dm channel -> user id
+        self.uploaded: list[tuple[str, bytes]] = []  # every attached file as it arrived: (file name, bytes)
         self.sockets: list[tuple[web.WebSocketResponse, tuple[int, int], int]] = []
         self.seq = itertools.count(1)
         self.runner: web.AppRunner | None = None
@@ -574,6 +575,7 @@ class FakeDiscord:
                     payload = json.loads(await part.text())  # type: ignore[union-attr]
                 else:
                     content = await part.read()  # type: ignore[union-attr]
+                    self.uploaded.append((str(part.filename), bytes(content)))  # type: ignore[union-attr]
                     files.append(f"{part.filename}:{len(content)}:{content[:8].hex()}")  # type: ignore[union-attr]
             return payload, files
         text = await request.text()

@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import re
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from tests.contract.slack_models import check_ack, check_blocks, check_method, c
 
 MESSAGE_METHODS = ("chat.postMessage", "chat.postEphemeral", "chat.update", "chat.scheduleMessage")
 VIEW_METHODS = ("views.publish", "views.open", "views.update", "views.push")
+_CONVERSATION_ID = re.compile(r"^[CGDZ][A-Z0-9]+$")
 
 
 @dataclass
@@ -269,6 +271,8 @@ class FakeSlack:
         error = self._check_channel(channel) or self._check_blocks(params)
         if error:
             return {"ok": False, "error": error}
+        if channel.startswith(("U", "W")):  # a member's messages with the app: answered with its conversation id
+            channel = self.dm_of(channel)
         ts = f"1700000000.{next(self._ts):06d}"
         message = {
             "type": "message",
@@ -287,6 +291,11 @@ class FakeSlack:
             message["thread_ts"] = thread
         self.messages[(channel, ts)] = message
         return {"ok": True, "channel": channel, "ts": ts, "message": message}
+
+    @staticmethod
+    def dm_of(user_id: str) -> str:
+        """The id of a member's conversation with the app (what chat.postMessage to their user id answers with)."""
+        return "D" + user_id[1:]
 
     def _chat_update(self, team: str, params: dict[str, Any]) -> dict[str, Any]:
         key = (str(params.get("channel")), str(params.get("ts")))
@@ -355,6 +364,9 @@ class FakeSlack:
         if isinstance(files, str):
             files = json.loads(files)
         channel = params.get("channel_id")
+        # Slack's schema: ^[CGDZ][A-Z0-9]{8,}$, a conversation's id, never a user's (the fake's ids are shorter)
+        if channel and not _CONVERSATION_ID.match(str(channel)):
+            return {"ok": False, "error": "invalid_arguments"}
         if channel and self._check_channel(str(channel)):
             return {"ok": False, "error": self._check_channel(str(channel))}
         missing = [f["id"] for f in files or [] if f["id"] not in self.uploads]

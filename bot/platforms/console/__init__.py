@@ -13,4 +13,5 @@ __all__ = ["CHANNEL", "PLATFORM", "ConsoleApp", "ConsoleOptions", "Message", "at
 
 def attach(settings: Settings, runtime: Runtime, options: ConsoleOptions | None = None) -> ConsoleApp:
     """The adapter for bot.platforms.launch.serve: reads stdin, prints to stdout."""
-    return ConsoleApp(runtime, options or ConsoleOptions(demo_wait_s=settings.demo_timeout_s + 30))
+    fallback = ConsoleOptions(demo_wait_s=settings.demo_timeout_s + 30, export_dir=settings.demo_out_dir)
+    return ConsoleApp(runtime, options or fallback)

@@ -89,11 +89,15 @@ def register(tree: app_commands.CommandTree[Any], app: CommandHost) -> None:
 
     @tree.command(name="review", description=say["review"])
     @app_commands.guild_only()
-    async def review(interaction: discord.Interaction[Any]) -> None:
+    @app_commands.describe(action=wording.ANKI_EXPORT_OPTION)
+    async def review(interaction: discord.Interaction[Any], action: Literal["export"] | None = None) -> None:
         found = app.where(interaction)
         if found is None:
             return await app.refuse(interaction, wording.GUILD_ONLY)
-        await app.respond(interaction, engine.review, found[0], found[1])
+        if action == "export":  # the missed questions as an Anki deck, attached to the private answer
+            await app.respond(interaction, engine.review_export, found[0])
+        else:
+            await app.respond(interaction, engine.review, found[0], found[1])
 
     @tree.command(name="score", description=say["score"])
     @app_commands.guild_only()
