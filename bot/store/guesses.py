@@ -23,11 +23,11 @@ class GuessQueries:
     def add_guess(self, job_id: int, community_id: int, member_id: int, band: int, now: datetime) -> int | None:
         """Store a member's guess; None when stored, else the band they guessed before."""
         inserted = self.conn.execute(
-            insert_ignoring(self.conn, guesses, ["job_id", "member_id"]).values(
-                job_id=job_id, community_id=community_id, member_id=member_id, band=band, guessed_at=now
-            )
-        )
-        if inserted.rowcount:
+            insert_ignoring(self.conn, guesses, ["job_id", "member_id"])
+            .values(job_id=job_id, community_id=community_id, member_id=member_id, band=band, guessed_at=now)
+            .returning(guesses.c.id)
+        ).first()
+        if inserted is not None:
             return None
         earlier = self.conn.execute(
             select(guesses.c.band).where(guesses.c.job_id == job_id, guesses.c.member_id == member_id)

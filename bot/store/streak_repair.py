@@ -44,9 +44,9 @@ class StreakRepairQueries:
 
     def add_streak_repair(self, community_id: int, member_id: int, round_id: int, now: datetime) -> bool:
         """Record a repaired round; False when it was repaired already (a concurrent answer)."""
-        result = self.conn.execute(
-            insert_ignoring(self.conn, repairs, ["member_id", "round_id"]).values(
-                community_id=community_id, member_id=member_id, round_id=round_id, repaired_at=now
-            )
-        )
-        return bool(result.rowcount)
+        inserted = self.conn.execute(
+            insert_ignoring(self.conn, repairs, ["member_id", "round_id"])
+            .values(community_id=community_id, member_id=member_id, round_id=round_id, repaired_at=now)
+            .returning(repairs.c.id)
+        ).first()
+        return inserted is not None
