@@ -14,6 +14,7 @@ import warnings
 import pytest
 import torch
 from torch.utils.checkpoint import (
+    CheckpointError,
     checkpoint,
     checkpoint_sequential,
     create_selective_checkpoint_contexts,
@@ -118,11 +119,39 @@ def test_reentrant_rejects_keyword_arguments() -> None:
     assert torch.allclose(y, (x * 2.0).sin())
 
 
-def test_determinism_check_accepts_only_default_and_none() -> None:
+def test_determinism_check_compares_metadata_never_values() -> None:
+    torch.manual_seed(0)
     lin = torch.nn.Linear(4, 4)
     x = torch.randn(2, 4, requires_grad=True)
-    for ok in ("default", "none"):
-        checkpoint(lin, x, use_reentrant=False, determinism_check=ok).sum().backward()
+    # global state the block reads; changed between forward and backward below
+    state: dict[str, object] = {"scale": 1.0, "cols": 4, "dtype": torch.float32}
+
+    def block(t: torch.Tensor) -> torch.Tensor:
+        y = lin(t)[:, : state["cols"]] * state["scale"]  # type: ignore[misc]
+        return y.to(state["dtype"]).sin().float().sum(1)  # type: ignore[arg-type]
+
+    def grad_after_change(key: str, value: object, check: str = "default") -> torch.Tensor:
+        x.grad = None
+        out = checkpoint(block, x, use_reentrant=False, determinism_check=check)
+        old, state[key] = state[key], value
+        try:
+            out.sum().backward()
+        finally:
+            state[key] = old
+        assert x.grad is not None
+        return x.grad.clone()
+
+    block(x).sum().backward()
+    assert x.grad is not None
+    plain = x.grad.clone()
+    # the default check lets a value-only change through: no error, a wrong gradient
+    assert not torch.equal(grad_after_change("scale", 2.0), plain)
+    # ... while a change of shape or of dtype in a recomputed tensor raises
+    for key, value in (("cols", 3), ("dtype", torch.float64)):
+        with pytest.raises(CheckpointError, match="different metadata than during the forward"):
+            grad_after_change(key, value)
+    # "none" skips even that check: the same dtype change raises nothing
+    grad_after_change("dtype", torch.float64, check="none")
     # no level compares values, and the option is a string, not a boolean switch
     for bad in ("strict", "full", "values", True, None):
         with pytest.raises(ValueError, match="determinism_check should be one of"):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Callable
 
+import pytest
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
@@ -20,9 +22,41 @@ def _mlp(width: int = 256, depth: int = 4) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def test_out_of_memory_error_is_one_class() -> None:
-    assert torch.OutOfMemoryError is torch.cuda.OutOfMemoryError
-    assert issubclass(torch.OutOfMemoryError, RuntimeError)  # caught by `except RuntimeError`
+def _escapes_except_memory_error(step: Callable[[], object]) -> BaseException:
+    """Run `step` inside `try/except MemoryError`; return what got past that clause."""
+    try:
+        try:
+            step()
+        except MemoryError:
+            pytest.fail("except MemoryError caught it")
+    except RuntimeError as escaped:  # what a batch-size search should catch instead
+        return escaped
+    pytest.fail("step raised nothing")
+
+
+def test_out_of_memory_error_is_a_runtime_error_not_a_memory_error() -> None:
+    assert torch.OutOfMemoryError is torch.cuda.OutOfMemoryError  # one class, two names
+    assert issubclass(torch.OutOfMemoryError, RuntimeError)
+    assert not issubclass(torch.OutOfMemoryError, MemoryError)  # Python's host-memory error
+
+    def step() -> None:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
+    assert type(_escapes_except_memory_error(step)) is torch.OutOfMemoryError
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_failed_allocation_raises_out_of_memory_error_at_once() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    free, _total = torch.cuda.mem_get_info()
+    escaped = _escapes_except_memory_error(lambda: torch.empty(4 * free, dtype=torch.uint8, device="cuda"))
+    # raised by the allocation call itself, inside the try, as torch.OutOfMemoryError
+    assert type(escaped) is torch.OutOfMemoryError
+    assert "CUDA out of memory" in str(escaped)
+    torch.cuda.empty_cache()  # emptying the cache changes nothing about the class raised
+    escaped = _escapes_except_memory_error(lambda: torch.empty(4 * free, dtype=torch.uint8, device="cuda"))
+    assert type(escaped) is torch.OutOfMemoryError
 
 
 def test_saved_tensor_hooks_measure_what_checkpointing_drops() -> None:

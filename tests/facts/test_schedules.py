@@ -58,9 +58,9 @@ def run_segments(layers: list[Layer], x: torch.Tensor, k: int | None, reentrant:
     return x
 
 
-def measure(depth: int, k: int | None) -> tuple[int, int]:
-    """(units kept after forward, peak units over forward + backward)."""
-    layers = [Layer(depth) for _ in range(N)]
+def measure(depth: int, k: int | None, n: int = N) -> tuple[int, int]:
+    """(units kept after forward, peak units over forward + backward) for n layers."""
+    layers = [Layer(depth) for _ in range(n)]
     x = torch.randn(*SHAPE, requires_grad=True)
     with SavedMeter() as m:
         out = run_segments(layers, x, k, reentrant=True)
@@ -77,6 +77,18 @@ def test_memory_is_u_shaped_in_segment_count_with_minimum_at_sqrt_n() -> None:
     assert peaks == {1: 16, 2: 9, 4: 7, 8: 9, 16: 16}
     assert min(peaks, key=peaks.__getitem__) == 4  # sqrt(16)
     assert measure(depth=1, k=None)[1] == 16  # no checkpointing: every layer's activations
+
+
+def test_best_spacing_grows_like_sqrt_n_and_so_does_the_peak() -> None:
+    best: dict[int, tuple[int, int]] = {}
+    for n in (4, 16, 64):
+        peaks = {k: measure(depth=1, k=k, n=n)[1] for k in (1, 2, 4, 8, 16, 32, 64) if k <= n}
+        k = min(peaks, key=peaks.__getitem__)
+        best[n] = (k, peaks[k])
+        assert measure(depth=1, k=None, n=n)[1] == n  # without checkpoints: all n layers
+    # the best segment count is sqrt(N), and the peak is 2 sqrt(N) - 1 units: 16 times the
+    # layers costs 4 times the boundaries kept and 4 times one segment rebuilt, not 16 times
+    assert best == {4: (2, 3), 16: (4, 7), 64: (8, 15)}
 
 
 def test_heavier_layers_move_the_best_segment_count_up() -> None:

@@ -15,6 +15,7 @@ import torch
 from torch.utils.checkpoint import (
     CheckpointPolicy,
     checkpoint,
+    checkpoint_sequential,
     create_selective_checkpoint_contexts,
 )
 
@@ -151,3 +152,29 @@ def test_sac_needs_non_reentrant() -> None:
     x = _x()
     with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
         checkpoint(two_matmuls, x, use_reentrant=True, context_fn=sac([MM]))
+
+
+def test_sac_is_turned_on_by_context_fn_on_non_reentrant_checkpoint() -> None:
+    x = _x()
+    # context_fn=partial(create_selective_checkpoint_contexts, policy), use_reentrant=False:
+    # the policy applies (the saved matmul outputs are not recomputed) and gradients match
+    _, plain_mm = held_bytes_and_backward_mm(lambda: checkpoint(two_matmuls, x, use_reentrant=False))
+    _, sac_mm = held_bytes_and_backward_mm(
+        lambda: checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac(save_mm_policy))
+    )
+    assert (plain_mm, sac_mm) == (6, 4)  # 4 gradient matmuls; plain reruns both forward mm
+    expected = _grads(two_matmuls)
+    got = _grads(lambda t: checkpoint(two_matmuls, t, use_reentrant=False, context_fn=sac(save_mm_policy)))
+    for a, b in zip(expected, got, strict=True):
+        assert torch.equal(a, b)
+    # checkpoint has no policy option: non-reentrant hands unknown keywords to the function
+    with pytest.raises(TypeError, match="unexpected keyword argument 'policy'"):
+        checkpoint(two_matmuls, x, use_reentrant=False, policy=save_mm_policy)
+    # the reentrant variant refuses context_fn
+    with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+        checkpoint(two_matmuls, x, use_reentrant=True, context_fn=sac(save_mm_policy))
+    # checkpoint_sequential takes no policy and no context_fn: segments are its only choice
+    stack = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64))
+    for extra in ({"policy": save_mm_policy}, {"context_fn": sac(save_mm_policy)}):
+        with pytest.raises(ValueError, match="Unexpected keyword arguments"):
+            checkpoint_sequential(stack, 3, x, use_reentrant=False, **extra)
