@@ -933,6 +933,7 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
         members = rows("SELECT id, community_id, user_id, points_total FROM members")
         weekly = rows("SELECT member_id, week, points FROM weekly_points")
         demos = rows("SELECT id, state, error FROM demo_jobs")
+        repaired = {(r.member_id, r.round_id) for r in rows("SELECT member_id, round_id FROM streak_repairs")}
     sql.dispose()
 
     by_id = {c.id: c for c in communities.values()}
@@ -1043,7 +1044,8 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
             expected = scoring.daily_points(outcome[(m.id, r.id)], scoring.leading_run(earlier))
             if points_of[(m.id, r.id)] != expected:
                 bonus_off += 1
-        mine = [outcome.get((m.id, r.id)) for r in reversed(history)]
+        # a day earned back by clearing the reviews counts in the streak (not in the bonus)
+        mine = [True if (m.id, r.id) in repaired else outcome.get((m.id, r.id)) for r in reversed(history)]
         if history and history[-1].closed_at is None and mine and mine[0] is None:
             mine = mine[1:]
         run = 0

@@ -15,6 +15,7 @@ from bot.core.demo_request import parse_demo, parse_question_demo
 from bot.core.demo_result import progress_card
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput
+from bot.core.guesses import takes_guesses
 from bot.core.records import DemoJobRecord
 from bot.core.text import clean_name
 from bot.core.values import ChannelRef, CommunityRef, DemoProgressCard, DemoQueued, DemoRequest, UserRef
@@ -88,7 +89,10 @@ class DemoJobsMixin(EngineBase):
             )
             position = tx.demo_position(job_id, community.id)
         log.info("queued demo %s (%s) for %s at position %s", job_id, request.module, channel, position)
-        return DemoQueued(job_id=job_id, position=position, module=request.module, user=name, args=request.args)
+        guesses = takes_guesses(request.module, request.args)
+        return DemoQueued(
+            job_id=job_id, position=position, module=request.module, user=name, args=request.args, guesses=guesses
+        )
 
     def demo_message(self, job_id: int, message_ref: str) -> None:
         """The platform's reference of the message that announced a queued demo (to edit)."""

@@ -21,6 +21,8 @@ from bot.core.values import (
     ChannelRef,
     CommunityRef,
     Delivery,
+    DemoFailedCard,
+    DemoResultCard,
     LeaderboardCard,
     Posted,
     RevealCard,
@@ -56,6 +58,8 @@ class OutboxMixin(EngineBase):
     _reveal: Callable[[StoreTx, int], RevealCard]
     _flagged: Callable[[StoreTx, int], list[ItemStats]]
     _decided: Callable[[StoreTx, int, CommunityRef], SuggestionDecided]
+    # Provided by GuessesMixin.
+    _with_guesses: Callable[[StoreTx, DemoResultCard | DemoFailedCard], DemoResultCard | DemoFailedCard]
 
     # ------------------------------------------------------------------ outbox
 
@@ -94,7 +98,7 @@ class OutboxMixin(EngineBase):
             job = tx.get_demo(int(row.key))
             if job is None:
                 raise NotFound(f"Demo #{row.key} is gone.")
-            return outcome_card(job)
+            return self._with_guesses(tx, outcome_card(job))
         if row.kind == "question":
             round_row = tx.get_round(int(row.key))
             return self._card(round_row, self._question(round_row.question_id, tx))

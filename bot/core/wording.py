@@ -28,8 +28,8 @@ from bot.core.values import (
     NothingDue,
     Problem,
     QuestionCard,
-    RevealCard,
     RepairOffer,
+    RevealCard,
     RoundClosed,
     ScoreCard,
     StatsLine,
@@ -668,7 +668,8 @@ CONSOLE_HELP = """Commands:
   /help, /quit
 A bare line answers your pending practice question, else the open daily round
 (a letter such as b, B) or b., or the choice's text). Add how sure you were (b sure,
-b unsure), or type sure or unsure on the next line."""
+b unsure), or type sure or unsure on the next line. While a queued /demo checkpoint
+invites guesses, guess 1-4 guesses its saving (under 25%, 25-50%, 50-75%, over 75%)."""
 CONSOLE_SAY_WHO = "Say who: /as NAME."
 CONSOLE_BYE = "Bye."
 CONSOLE_DEMOS_OFF = "Demos are not enabled in this session."
@@ -789,6 +790,7 @@ def guess_result(saving: float | None, band: int, winners: tuple[str, ...], gues
         return f"{measured}: nobody guessed right ({made})."
     names = ", ".join(winners[:20]) + (f" and {len(winners) - 20} more" if len(winners) > 20 else "")
     return f"{measured}: guessed right by {names} ({len(winners)} of {made})."
+
 
 # FSRS fitted to the community (bot/core/fsrs_community.py, `studybot fsrs fit`, /config).
 FSRS_DEFAULTS = "defaults"
