@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.core.engine import StudyEngine
 from bot.core.guesses import band_of, decode_guess, encode_guess, measured_saving, takes_guesses
-from bot.core.values import ChannelRef, DemoQueued, UserRef
+from bot.core.values import ChannelRef, UserRef
 from bot.platforms.console import Message
 from bot.platforms.console.render import render as console_render
 from tests.console_chat import Console
@@ -20,7 +20,13 @@ from tests.test_slack import Slack, block_text, slack  # noqa: F401  (the fixtur
 
 MIB = 2**20
 NONE_ROW = {"strategy": "none", "peak_bytes": 100 * MIB, "saved_bytes": 0, "step_ms": 12.0, "grads_identical": True}
-BLOCK_ROW = {"strategy": "block", "peak_bytes": 40 * MIB, "saved_bytes": 60 * MIB, "step_ms": 15.0, "grads_identical": True}
+BLOCK_ROW = {
+    "strategy": "block",
+    "peak_bytes": 40 * MIB,
+    "saved_bytes": 60 * MIB,
+    "step_ms": 15.0,
+    "grads_identical": True,
+}
 RESULT: dict[str, object] = {"device": "cpu", "torch": "2.5", "results": [NONE_ROW, BLOCK_ROW]}  # 60% less: 50-75%
 
 
@@ -63,7 +69,10 @@ def test_console_guesses_before_the_first_figure_count_and_the_result_names_who_
         assert "Guess first: how much less peak memory will block checkpointing need than none?" in invite.text
         assert "guess 1 (under 25%), guess 2 (25-50%), guess 3 (50-75%), guess 4 (over 75%)" in invite.text
 
-        assert only(chat.handle("guess 3"), "notice").text == "Your guess is in: 50-75%. The result names who guessed right."
+        assert (
+            only(chat.handle("guess 3"), "notice").text
+            == "Your guess is in: 50-75%. The result names who guessed right."
+        )
         again = only(chat.handle("guess 1"), "notice")
         assert again.text == "You guessed 50-75% already; your first guess stands."
         assert "guess 1 (under 25%)" in only(chat.handle("guess 9"), "error").text
@@ -80,8 +89,7 @@ def test_console_guesses_before_the_first_figure_count_and_the_result_names_who_
         assert engine.demo_finished(queued.job_id, RESULT, None)
         posted = only(chat.deliver(), "demo")
         assert (
-            "Block checkpointing needed 60% less peak memory than none (50-75%): guessed right by Ann "
-            "(1 of 2 guesses)."
+            "Block checkpointing needed 60% less peak memory than none (50-75%): guessed right by Ann (1 of 2 guesses)."
         ) in posted.text
     finally:
         chat.close()

@@ -133,7 +133,8 @@ def test_a_missed_day_is_earned_back_by_reviews_within_48_hours_once_a_week(
         assert (repaired.data["streak"], repaired.data["best_streak"]) == (4, 4)
         assert repaired.data["repaired"] == ["2026-11-25"] and repaired.data["repair_open"] is None
         assert "Repaired 1 day of your streak: 2026-11-25." in repaired.text
-        assert repaired.data["total_points"] == broken.data["total_points"] + 10  # Thursday's round; the repaired day earns nothing
+        # Thursday's round; the repaired day itself earns nothing
+        assert repaired.data["total_points"] == broken.data["total_points"] + 10
         close(engine, clock, thursday, at(3, 21))
         # Friday: Ann misses again; Bob answers
         friday = day(engine, clock, at(4, 9))
@@ -212,4 +213,3 @@ def test_an_open_round_not_yet_answered_neither_breaks_nor_counts() -> None:
     ]
     counted = counted_days(history, {2: at(3, 9)}, now)
     assert [(d.round_id, d.outcome) for d in counted] == [(2, True), (1, True)]
-
