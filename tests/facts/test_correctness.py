@@ -8,6 +8,8 @@ import pytest
 import torch
 from torch.utils.checkpoint import CheckpointError, checkpoint
 
+from tests.facts.support import held_output_bytes
+
 BOTH = pytest.mark.parametrize("use_reentrant", [False, True])
 
 
@@ -52,6 +54,90 @@ def test_dropout_gradients_identical_with_rng_replay(use_reentrant: bool) -> Non
     got = _dropout_grads("ckpt", use_reentrant, preserve=True)
     for a, b in zip(ref, got, strict=True):
         assert torch.equal(a, b)  # bit-identical
+
+
+class _Watched(torch.nn.Module):
+    """Linear, dropout, then a scale read from `self.scale` at call time (global state the
+    block depends on). Each call records the RNG state it starts from, whether dropout is
+    in training mode, the dtypes of its results and, when `record`, its dropout mask."""
+
+    def __init__(self, record: bool = True) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(16, 16)
+        self.drop = torch.nn.Dropout(0.5)
+        self.scale = 1.0
+        self.record = record
+        self.rng: list[torch.Tensor] = []
+        self.training_flags: list[bool] = []
+        self.masks: list[torch.Tensor] = []
+        self.dtypes: set[torch.dtype] = set()
+
+    def forward(self, a: torch.Tensor) -> torch.Tensor:
+        self.rng.append(torch.get_rng_state())
+        self.training_flags.append(self.drop.training)
+        h = self.drop(self.lin(a))
+        if self.record:
+            self.masks.append((h == 0).detach())
+        out = (h * self.scale).tanh()
+        self.dtypes |= {h.dtype, out.dtype}
+        return out
+
+
+def _watched_grads(
+    use_reentrant: bool | None, *, preserve: bool = True, scale_in_backward: float = 1.0
+) -> tuple[_Watched, torch.Tensor]:
+    """(block, input gradient): plain when use_reentrant is None, else checkpointed. Between
+    forward and backward, random numbers are drawn and the block's scale is set."""
+    block = _Watched()
+    x = torch.randn(8, 16, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    torch.manual_seed(123)
+    if use_reentrant is None:
+        y = block(x)
+    else:
+        y = checkpoint(block, x, use_reentrant=use_reentrant, preserve_rng_state=preserve)
+    torch.rand(100)  # the RNG moves on before backward, as it does in a real step
+    block.scale = scale_in_backward
+    (y * torch.arange(16.0)).sum().backward()
+    assert x.grad is not None
+    return block, x.grad.clone()
+
+
+@BOTH
+def test_exact_gradients_need_the_rerun_to_see_what_forward_saw(use_reentrant: bool) -> None:
+    _, plain = _watched_grads(None)
+    block, same = _watched_grads(use_reentrant)
+    # dropout inside, either variant: bit-identical, and the rerun stays in float32
+    assert torch.equal(same, plain)
+    assert len(block.rng) == 2 and block.dtypes == {torch.float32}
+    # what breaks it: the rerun starting from a different random state ...
+    _, fresh_rng = _watched_grads(use_reentrant, preserve=False)
+    assert not torch.equal(fresh_rng, plain)
+    # ... or global state the block reads changing between forward and backward
+    _, changed = _watched_grads(use_reentrant, scale_in_backward=2.0)
+    assert not torch.equal(changed, plain)
+
+
+@BOTH
+def test_recompute_restores_the_rng_state_forward_started_from(use_reentrant: bool) -> None:
+    block, _ = _watched_grads(use_reentrant)
+    forward_rng, recompute_rng = block.rng
+    # the RNG moved on after forward, yet the recompute started from forward's state ...
+    assert torch.equal(recompute_rng, forward_rng)
+    assert not torch.equal(torch.get_rng_state(), forward_rng)
+    # ... so dropout, still in training mode, drew the same mask
+    assert block.training_flags == [True, True]
+    assert torch.equal(block.masks[0], block.masks[1]) and block.masks[0].any()
+    # without the replay the recompute draws a different mask
+    block, _ = _watched_grads(use_reentrant, preserve=False)
+    assert not torch.equal(block.masks[0], block.masks[1])
+    # no mask is kept from forward to backward: after a checkpointed forward no op output
+    # but the result is alive, while the plain forward keeps dropout's mask among others
+    x = torch.randn(8, 16, requires_grad=True)
+    plain, checkpointed = _Watched(record=False), _Watched(record=False)
+    _, plain_kept = held_output_bytes(lambda: plain(x))
+    _, checkpoint_kept = held_output_bytes(lambda: checkpoint(checkpointed, x, use_reentrant=use_reentrant))
+    assert checkpoint_kept == 0 and plain_kept >= x.nbytes
 
 
 @BOTH
