@@ -1,4 +1,6 @@
-"""Group commit: concurrent units of work share one SQLite transaction.
+"""Group commit: concurrent units of work share one transaction (SqlStore uses it on SQLite;
+on PostgreSQL, where a batch's statements are round trips made one after another by its one
+leader, it measured no faster than a transaction each, bench/answers.py --postgres).
 
 SQLite has one writer at a time, and each transaction costs a BEGIN IMMEDIATE, a COMMIT
 (a WAL append) and SQLAlchemy's bookkeeping around them: more than the work of a first
@@ -15,7 +17,8 @@ starting or stopping, and with no concurrency a unit is simply one transaction."
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection
@@ -40,7 +43,8 @@ class _Slot(Generic[T]):
 
 
 class GroupCommit:
-    """Units of work on `db` (SQLite) committed together when they arrive together."""
+    """Units of work on `db` committed together when they arrive together (one leader per
+    process at a time)."""
 
     def __init__(self, db: Database, max_batch: int = MAX_BATCH) -> None:
         self.db = db
@@ -68,21 +72,27 @@ class GroupCommit:
             raise slot.error
         return slot.value  # type: ignore[return-value]
 
-    def _connection(self) -> Connection:
-        """The leader's writer connection, kept between batches (checking one out of the
-        pool and wrapping it cost more Python than a first answer's COMMIT)."""
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """The leader's writer connection. SQLite: kept between batches (checking one out of
+        the pool and wrapping it cost more Python than a first answer's COMMIT). PostgreSQL:
+        one from the pool per batch, so the pool's pre-ping replaces a connection a restarted
+        server dropped before a batch fails on it."""
+        if not self.db.is_sqlite:
+            with self.db.writer.connect() as pooled:
+                yield pooled
+            return
         conn = self._conn
         if conn is None or conn.closed or conn.invalidated or conn.engine.pool is not self.db.writer.pool:
             if conn is not None:
                 conn.close()
             conn = self._conn = self.db.writer.connect()
-        return conn
+        yield conn
 
     def _commit(self, batch: list[_Slot[Any]]) -> None:
         alone = batch[0] if len(batch) == 1 else None
         try:
-            with self.db.write_gate():
-                conn = self._connection()
+            with self.db.write_gate(), self._connection() as conn:
                 try:
                     with conn.begin():
                         if alone is None:
@@ -114,17 +124,18 @@ class GroupCommit:
     @staticmethod
     def _units(conn: Connection, batch: list[_Slot[Any]]) -> None:
         """Each unit of the batch in its own savepoint: one that raises is undone alone."""
+        sql = fast.driver_sql
         for slot in batch:
-            fast.driver_sql(conn, "SAVEPOINT unit")
+            sql(conn, "SAVEPOINT unit")
             try:
                 slot.value = slot.unit(conn)
             except Exception as exc:
-                fast.driver_sql(conn, "ROLLBACK TO SAVEPOINT unit")
-                fast.driver_sql(conn, "RELEASE SAVEPOINT unit")
+                sql(conn, "ROLLBACK TO SAVEPOINT unit")
+                sql(conn, "RELEASE SAVEPOINT unit")
                 slot.value = None
                 slot.error = _as_unavailable(exc)
             else:
-                fast.driver_sql(conn, "RELEASE SAVEPOINT unit")
+                sql(conn, "RELEASE SAVEPOINT unit")
 
 
 def _as_unavailable(exc: Exception) -> BaseException:
