@@ -231,3 +231,58 @@ def test_cpu_offload_policy_is_recomputed_in_eager_sac() -> None:
     # eager SAC keeps only *_SAVE outputs: the offload values fall to recompute, like plain AC
     assert mm_backward_count(CheckpointPolicy.MUST_CPU_OFFLOAD) == plain
     assert mm_backward_count(CheckpointPolicy.PREFER_CPU_OFFLOAD) == plain
+
+
+# ----------------------------------------------------------------------------- FSDP2 (issue 22)
+
+
+def _two_blocks() -> nn.Sequential:
+    torch.manual_seed(0)
+    return nn.Sequential(*(nn.Sequential(nn.Linear(8, 8), nn.Tanh()) for _ in range(2)))
+
+
+def _fsdp2_gathers_per_step(tmp_path, checkpointed: bool, reshard_after_forward: bool) -> int:  # type: ignore[no-untyped-def]
+    """Parameter gathers FSDP2 schedules in one step of two fully_shard blocks, on one gloo
+    rank: the collective itself is a no-op there, but every unshard that would all-gather
+    records one AllGatherResult, on the same code path as on many ranks."""
+    import torch.distributed as dist
+    from torch.distributed._composable import checkpoint as composable_checkpoint
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp._fully_shard import _fsdp_param_group as param_group
+
+    store = f"file://{tmp_path}/pg-{checkpointed}-{reshard_after_forward}"
+    dist.init_process_group("gloo", init_method=store, rank=0, world_size=1)
+    gathers = 0
+    original = param_group.AllGatherResult
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal gathers
+        gathers += 1
+        return original(*args, **kwargs)
+
+    param_group.AllGatherResult = counting  # type: ignore[misc]
+    try:
+        model = _two_blocks()
+        runs = [0]
+        for block in model:
+            block[0].register_forward_pre_hook(lambda *_: runs.__setitem__(0, runs[0] + 1))
+            if checkpointed:
+                composable_checkpoint(block)
+            fully_shard(block, reshard_after_forward=reshard_after_forward)
+        fully_shard(model)
+        gathers = 0
+        model(torch.randn(4, 8)).sum().backward()
+        assert runs[0] == (4 if checkpointed else 2)  # the recompute did run each block again
+        return gathers
+    finally:
+        param_group.AllGatherResult = original  # type: ignore[misc]
+        dist.destroy_process_group()
+
+
+def test_fsdp2_recompute_adds_no_parameter_gather(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # reshard_after_forward=True: one gather per block for forward, one before its backward;
+    # the recompute runs between that gather and the post-backward reshard and adds none
+    assert _fsdp2_gathers_per_step(tmp_path, checkpointed=False, reshard_after_forward=True) == 4
+    assert _fsdp2_gathers_per_step(tmp_path, checkpointed=True, reshard_after_forward=True) == 4
+    # reshard_after_forward=False keeps the gathered parameters through backward: one per block
+    assert _fsdp2_gathers_per_step(tmp_path, checkpointed=True, reshard_after_forward=False) == 2

@@ -316,39 +316,6 @@ def test_reading_saved_tensors_twice_fails_inside_checkpoint() -> None:
 # ----------------------------------------------------------------------------- newest APIs (issue 22)
 
 
-def test_sac_policy_is_called_in_forward_only() -> None:
-    import functools
-
-    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
-
-    calls: list[tuple[str, bool]] = []
-
-    def policy(ctx, op, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append((str(op), ctx.is_recompute))
-        return CheckpointPolicy.PREFER_RECOMPUTE  # everything is rerun in backward
-
-    torch.manual_seed(0)
-    x = torch.randn(4, 4, requires_grad=True)
-    w = torch.randn(4, 4, requires_grad=True)
-    ran_in_backward = {"mm": 0}
-
-    class CountMm(torch.utils._python_dispatch.TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-            if func is torch.ops.aten.mm.default:
-                ran_in_backward["mm"] += 1
-            return func(*args, **(kwargs or {}))
-
-    context_fn = functools.partial(create_selective_checkpoint_contexts, policy)
-    y = checkpoint(lambda t: torch.sin(t @ w) @ w, x, use_reentrant=False, context_fn=context_fn)
-    forward_calls = list(calls)
-    assert forward_calls and all(not recompute for _, recompute in forward_calls)
-    calls.clear()
-    with CountMm():
-        y.sum().backward()
-    assert ran_in_backward["mm"] > 4  # backward's own 4 matmuls plus the recomputed one
-    assert calls == []  # the recompute replays stored decisions; the policy is not asked again
-
-
 def test_region_memory_budget_refuses_eager_mode() -> None:
     from torch.autograd.graph import region_activation_memory_budget
 

@@ -163,3 +163,28 @@ def test_pack_hook_sees_every_save_not_every_activation() -> None:
     assert any(t.untyped_storage().data_ptr() in params for t in packed)  # weights are packed too
     assert activations == 2 * 32 * 64 * 4  # x and the ReLU output
     assert naive > 2 * activations
+
+
+def test_profile_plot_builds_a_memory_timeline_on_the_cpu() -> None:
+    from torch.cuda import _memory_viz
+
+    with pytest.raises(AttributeError):  # the CUDA recorder does not exist on a CPU-only build
+        torch.cuda.memory._record_memory_history()
+    torch.manual_seed(0)
+    blocks = nn.Sequential(*(nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64)) for _ in range(3)))
+    x = torch.randn(128, 64, requires_grad=True)
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True, record_shapes=True, with_stack=True
+    ) as prof:
+        h = x
+        for block in blocks:
+            h = checkpoint(block, h, use_reentrant=False)
+        h.sum().backward()
+    snapshot = _memory_viz._profile_to_snapshot(prof)
+    events = [e for trace in snapshot["device_traces"] for e in trace]
+    actions = {e["action"] for e in events}
+    assert {"alloc", "free_requested", "free_completed"} <= actions
+    assert any(e.get("frames") for e in events if e["action"] == "alloc")  # stacks came along
+    assert any(e.get("category") == "activation" for e in events)
+    page = _memory_viz.profile_plot(prof)
+    assert "Active Memory Timeline" in page and "base64" in page  # the snapshot is embedded

@@ -315,3 +315,32 @@ def test_on_a_gpu_saved_self_is_stream_ordered_but_the_host_buffer_races() -> No
     torch.cuda.synchronize()
     assert torch.equal(host, expected)  # the host copy is complete once the stream is done
     assert not torch.equal(early, expected)  # but read before that, it was not yet the data
+
+
+def _torchtune_would_offload(t: torch.Tensor, min_offload_size: int = 1024) -> bool:
+    """torchtune's OffloadActivations.pack_tensor test, as in its source
+    (torchtune/training/_activation_offloading.py): big enough and not a Parameter or Buffer."""
+    big = t.element_size() * t.nelement() >= min_offload_size
+    return big and not isinstance(t, nn.Parameter) and not isinstance(t, nn.Buffer)
+
+
+def test_linear_saves_a_weight_view_that_passes_a_parameter_type_filter() -> None:
+    torch.manual_seed(0)
+    linear = nn.Linear(64, 64)  # a 16 KiB weight, above the 1 KiB floor
+    weight_ptr = linear.weight.untyped_storage().data_ptr()
+    saved: list[torch.Tensor] = []
+    for x in (torch.randn(4, 64, requires_grad=True), torch.randn(2, 3, 64, requires_grad=True)):
+        saved.clear()
+        with saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+            linear(x).sum().backward()
+        weights = [t for t in saved if t.untyped_storage().data_ptr() == weight_ptr]
+        assert len(weights) == 1 and weights[0]._is_view()  # weight.t(), not the Parameter
+        assert not isinstance(weights[0], nn.Parameter)
+        assert _torchtune_would_offload(weights[0])  # so it would be copied to host every step
+    # using the Parameter directly saves the Parameter itself, which the filter does catch
+    saved.clear()
+    with saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        (torch.randn(4, 64, requires_grad=True) @ linear.weight).sum().backward()
+    direct = [t for t in saved if t.untyped_storage().data_ptr() == weight_ptr]
+    assert len(direct) == 1 and isinstance(direct[0], nn.Parameter)
+    assert not _torchtune_would_offload(direct[0])

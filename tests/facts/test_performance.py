@@ -219,3 +219,53 @@ def test_checkpointing_every_other_layer_halves_the_recompute() -> None:
     with SavedBytes(exclude=stack) as none:
         stack(x)
     assert held(1) < held(2) < none.nbytes  # memory lands between the two extremes
+
+
+def test_one_memory_budget_per_compiled_graph() -> None:
+    import pytest
+    import torch._dynamo
+    from torch.autograd.graph import region_activation_memory_budget as budget
+
+    def mixed(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+        with budget(0.2):
+            y = torch.sin(x @ w1)
+        with budget(0.8):
+            return torch.cos(y @ w2).sum()
+
+    def split(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+        with budget(0.2):
+            y = torch.sin(x @ w1)
+        torch._dynamo.graph_break()  # two graphs, one budget each
+        with budget(0.8):
+            return torch.cos(y @ w2).sum()
+
+    torch.manual_seed(0)
+    args = [torch.randn(8, 8, requires_grad=True) for _ in range(3)]
+    expected = torch.autograd.grad(torch.cos(torch.sin(args[0] @ args[1]) @ args[2]).sum(), args)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="conflicting budgets within a single joint graph"):
+        torch.compile(mixed, backend="aot_eager_decomp_partition")(*args)
+    torch._dynamo.reset()
+    got = torch.autograd.grad(torch.compile(split, backend="aot_eager_decomp_partition")(*args), args)
+    assert all(torch.allclose(a, b) for a, b in zip(expected, got, strict=True))
+    torch._dynamo.reset()
+
+
+def test_partitioner_draws_its_memory_budget_pareto_curve(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import torch._dynamo
+    import torch._functorch.config as functorch_config
+
+    def f(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, w3: torch.Tensor) -> torch.Tensor:
+        return torch.cos(torch.sin(torch.sin(x @ w1) @ w2) @ w3).sum()
+
+    torch.manual_seed(0)
+    args = [torch.randn(32, 32, requires_grad=True) for _ in range(4)]
+    torch._dynamo.reset()
+    with functorch_config.patch(
+        activation_memory_budget=0.5, visualize_memory_budget_pareto=True, memory_budget_pareto_dir=str(tmp_path)
+    ):
+        torch.compile(f, backend="aot_eager_decomp_partition")(*args).backward()
+    torch._dynamo.reset()
+    (svg,) = tmp_path.glob("memory_budget_pareto*.svg")  # one curve per joint graph
+    text = svg.read_text()
+    assert "Pareto Frontier of Memory Budget vs. Recomputation Runtime" in text
