@@ -69,13 +69,15 @@ class Site:
     names: dict[str, Any]  # what the seed made: question ids, expected ranks
 
 
-def _answer(chat: Console, who: str, question_id: str, correct: bool) -> None:
+def _answer(chat: Console, who: str, question_id: str, correct: bool, said: str = "") -> None:
     question = chat.engine.bank.get(question_id)
     assert question is not None
     index = question.answer_index if correct else (question.answer_index + 1) % len(question.choices)
     chat.handle(f"/as {who}")
     out = chat.handle(question.choices[index].text)
     assert any(m.kind == "feedback" for m in out), out
+    if said:  # how sure, on the next line
+        assert any(m.kind == "confidence" for m in chat.handle(said))
 
 
 def _daily(chat: Console) -> str:
@@ -93,16 +95,16 @@ def _seed(engine: StudyEngine, clock: FakeClock) -> dict[str, Any]:
     chat.handle("/config channel console")
     first = _daily(chat)
     for who, ok in (("Ann", True), ("Bob", True), ("Cy", False), ("Dee", True)):
-        _answer(chat, who, first, ok)
+        _answer(chat, who, first, ok, "sure")
     chat.handle("/close")
     clock.advance(days=1)
     second = _daily(chat)
     for who, ok in (("Ann", True), ("Bob", True), ("Cy", True), ("Dee", False)):
-        _answer(chat, who, second, ok)
+        _answer(chat, who, second, ok, "unsure")
     chat.handle("/close")
     clock.advance(days=1)
     third = _daily(chat)
-    _answer(chat, "Ann", third, False)
+    _answer(chat, "Ann", third, False, "sure")
     chat.handle("/close")
     clock.advance(days=1)
     open_now = _daily(chat)
@@ -298,6 +300,9 @@ def test_member_page_after_console_answers(site: Site, driver: Any) -> None:
     assert "your choice" in articles[0].text
     assert driver.find_element(By.CSS_SELECTOR, "svg[role=img] title").get_attribute("textContent")
     assert "Bob" not in text  # only Ann's data on Ann's link
+    # How sure she was: right on 1 of 2 sure answers, 1 of 1 unsure; the Brier score after 7 more
+    assert "Right when sure\n50% of 2" in text and "Right when unsure\n100% of 1" in text
+    assert "after 7 more answers" in text
     shot(driver, "member", docs=True)
 
 
@@ -332,6 +337,8 @@ def test_admin_page_needs_the_admin_link(site: Site, driver: Any) -> None:
     driver.get(admin_link(site))
     assert driver.find_element(By.TAG_NAME, "h1").text.startswith("Admin")
     assert "Next daily round" in body_text(driver) and "web" in body_text(driver)
+    # the community's: 9 answers with a confidence (_seed: sure 3 of 5 right, unsure 3 of 4), one short of 10
+    assert "How sure the community was" in body_text(driver) and "after 1 more answer" in body_text(driver)
     shot(driver, "admin", docs=True)
     code, html = status(member_link(site, "Ann").replace("/me", "/admin"))
     assert code == 403 and "Settings" not in html
