@@ -34,6 +34,7 @@ from zoneinfo import ZoneInfo
 from bot.core import scoring, timing
 from bot.core.community import CommunityConfig
 from bot.core.engine import StudyEngine
+from bot.core.errors import StoreUnavailable
 from bot.core.scope import OnlyIds, Scheduled, Scope
 from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, Notice, Posted, RevealCard
 
@@ -46,6 +47,17 @@ RETRY = timedelta(seconds=30)  # a moment already past (a job that failed) is re
 WAKE_JOB = "wake"  # the one APScheduler date job: the earliest planned moment
 NOTIFY_EVERY = 100  # in a long pass, the deliverers are woken after every this many claims
 CLAIMED_LOOKBACK = timedelta(days=2)  # daily rounds read back to know today's are claimed
+DAILY_BATCH = 200  # in a pass over many communities, daily rounds opened per unit of work
+
+
+@dataclass(frozen=True)
+class _DailyDue:
+    """A daily round the pass will open (with the others of its batch)."""
+
+    ref: CommunityRef
+    channel: ChannelRef
+    key: str  # "channel|local date", as `_done` keeps it
+    late: bool
 
 
 @dataclass(frozen=True)
@@ -243,14 +255,26 @@ class StudyScheduler:
                 self._done[(ref, "leaderboard")] = max(self._done.get((ref, "leaderboard"), ""), week)
         posted: list[Posted] = []
         noticed = 0
-        for ref, config in items:
-            posted.extend(self._tick_one(ref, config, None if due is None else due.get(ref, [])))
+        for start in range(0, len(items), DAILY_BATCH):
+            batch: list[_DailyDue] | None = [] if len(items) > 1 else None
+            for ref, config in items[start : start + DAILY_BATCH]:
+                posted.extend(self._tick_one(ref, config, None if due is None else due.get(ref, []), batch))
+            if batch:
+                posted.extend(self._dailies(batch))
             if len(items) > 1 and len(posted) - noticed >= NOTIFY_EVERY:
                 noticed = len(posted)
                 self._claimed()  # let the deliverers start on what is claimed so far
         return posted
 
-    def _tick_one(self, ref: CommunityRef, config: CommunityConfig, due: list[int] | None = None) -> list[Posted]:
+    def _tick_one(
+        self,
+        ref: CommunityRef,
+        config: CommunityConfig,
+        due: list[int] | None = None,
+        dailies: list[_DailyDue] | None = None,
+    ) -> list[Posted]:
+        """The community's jobs due now; its daily round is opened at once, or, given
+        `dailies`, added there to be opened with the others of the pass."""
         now = self.now()
         posted: list[Posted] = []
         try:
@@ -264,7 +288,10 @@ class StudyScheduler:
             daily = timing.daily_due(now, config.daily_time, config.timezone)
             key = f"{config.channel_id}|{daily.local_date}" if daily else ""
             if daily is not None and self._done.get((ref, "daily")) != key:
-                posted.extend(self._daily(ref, channel, key, late=daily.late))
+                if dailies is None:
+                    posted.extend(self._daily(ref, channel, key, late=daily.late))
+                else:
+                    dailies.append(_DailyDue(ref, channel, key, daily.late))
             if weekly is not None and self.weekly_fit is not None and self._done.get((ref, "fsrs")) != weekly.week:
                 self.weekly_fit(ref, weekly.week)  # claimed and run beside the scheduler, never waited for
                 self._done[(ref, "fsrs")] = weekly.week
@@ -303,6 +330,36 @@ class StudyScheduler:
             log.info("daily round of %s is already open (#%s)", channel, card.round_id)
             return []
         return [card]
+
+    def _dailies(self, wanted: list[_DailyDue]) -> list[Posted]:
+        """Open these daily rounds in one unit of work. If that fails for a reason other
+        than the database being unavailable (which the refresh retries), each is opened on
+        its own, so one community's failure is its own."""
+        try:
+            cards = self.engine.open_dailies([(daily.channel, daily.late) for daily in wanted])
+        except StoreUnavailable:
+            log.warning("the database is unavailable: %s daily rounds wait for the next refresh", len(wanted))
+            self._failed.update(daily.ref for daily in wanted)
+            return []
+        except Exception:
+            log.exception("opening %s daily rounds together failed; opening each on its own", len(wanted))
+            return [card for daily in wanted for card in self._daily_alone(daily)]
+        posted: list[Posted] = []
+        for daily, card in zip(wanted, cards, strict=True):
+            self._done[(daily.ref, "daily")] = daily.key
+            if isinstance(card, AlreadyOpen):
+                log.info("daily round of %s is already open (#%s)", daily.channel, card.round_id)
+            else:
+                posted.append(card)
+        return posted
+
+    def _daily_alone(self, daily: _DailyDue) -> list[Posted]:
+        try:
+            return self._daily(daily.ref, daily.channel, daily.key, late=daily.late)
+        except Exception:
+            log.exception("the daily round of %s failed; retrying at the next refresh", daily.channel)
+            self._failed.add(daily.ref)
+            return []
 
     def run_job(self, kind: JobKind, ref: CommunityRef) -> list[Posted | AlreadyOpen | Notice]:
         """A job run by hand (`studybot schedule run`): now, whatever the time of day, and
@@ -386,8 +443,12 @@ class StudyScheduler:
                     if (armed := self._armed.get(row.ref)) is None or armed.config != row.config
                 }
                 retry = set(self._failed)
-            for ref in sorted(stale | retry, key=lambda r: (r.platform, r.community_id)):
-                self.tick(ref)
+            again = sorted(stale | retry, key=lambda r: (r.platform, r.community_id))
+            if again:  # in one pass, as a wake-up would (thousands, after the database was busy)
+                with self._lock:
+                    posted = self._tick_many(self._fresh(again))
+                if posted:
+                    self._claimed()
             with self._lock:
                 closes = self.engine.next_closes(self.scope())
                 moved = stale | retry | {row.ref for row in changed}
@@ -431,7 +492,9 @@ class StudyScheduler:
         if posted:
             self._claimed()
 
-    def _wake_many(self, refs: list[CommunityRef]) -> list[Posted]:
+    def _fresh(self, refs: list[CommunityRef]) -> list[tuple[CommunityRef, CommunityConfig]]:
+        """These communities' settings as they are now (one read by key, several in one
+        query); those gone or no longer served are unplanned."""
         if len(refs) == 1:
             config = self._config(refs[0])
             items = [] if config is None else [(refs[0], config)]
@@ -443,6 +506,10 @@ class StudyScheduler:
         found = {ref for ref, _ in items}
         for gone in [ref for ref in refs if ref not in found]:
             self._unplan(gone)
+        return items
+
+    def _wake_many(self, refs: list[CommunityRef]) -> list[Posted]:
+        items = self._fresh(refs)
         posted = self._tick_many(items)
         if len(items) == 1:
             closes = {items[0][0]: close} if (close := self.engine.next_close(items[0][0])) else {}

@@ -716,3 +716,172 @@ def test_shutdown_while_apscheduler_hands_out_a_due_job(
     assert ran.wait(5)  # the job handed out still ran
     assert errors == []
     assert scheduler.armed_jobs() == {}
+
+
+# ------------------------------------------- many communities due at one moment
+
+
+def many_communities(engine: StudyEngine, count: int) -> list[CommunityRef]:
+    return [setup_community(engine, f"club{i:02}", "UTC") for i in range(count)]
+
+
+def drain(engine: StudyEngine, wall: Wall) -> None:
+    """Post everything the outbox holds, as the deliverers would, pass after pass."""
+    deliverer = Deliverer(engine, "console")
+    while deliverer.deliver_due(wall):
+        pass
+
+
+def one_round_each(wall: Wall, refs: list[CommunityRef]) -> dict[str, QuestionCard]:
+    """Each community's one question post, asserting none got two."""
+    by_community: dict[str, list[QuestionCard]] = {}
+    for _, channel, card in wall.posts:
+        if isinstance(card, QuestionCard):
+            assert channel.channel_id == "study"
+            by_community.setdefault(channel.community_id, []).append(card)
+    assert sorted(by_community) == sorted(ref.community_id for ref in refs)
+    assert all(len(cards) == 1 for cards in by_community.values()), by_community
+    return {community: cards[0] for community, cards in by_community.items()}
+
+
+def test_many_communities_due_at_once_get_one_round_each_in_batches(
+    engine: StudyEngine, wall: Wall, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("bot.schedule.DAILY_BATCH", 4)  # 11 communities: batches of 4, 4 and 3
+    clock.set(utc(2026, 11, 24, 8, 0))
+    refs = many_communities(engine, 11)
+    by_hand = engine.open_daily(ChannelRef("console", "club03", "study"))  # opened before the time
+    assert isinstance(by_hand, QuestionCard)
+    scheduler = StudyScheduler(engine, clock=clock)
+    clock.set(utc(2026, 11, 24, 9, 0))
+    claimed = scheduler.tick()
+    assert len(claimed) == 10  # club03's round was open already
+    clock.set(utc(2026, 11, 24, 9, 5))
+    assert scheduler.tick() == []
+    drain(engine, wall)
+    rounds = one_round_each(wall, refs)
+    assert rounds["club03"].round_id == by_hand.round_id
+    assert len({card.round_id for card in rounds.values()}) == 11
+    assert all(not card.late and card.choices for card in rounds.values())
+    clock.set(utc(2026, 11, 24, 21, 0))  # the windows end: each round revealed once, in its channel
+    scheduler.tick()
+    drain(engine, wall)
+    assert sorted(card.round_id for _, card in wall.reveals()) == sorted(c.round_id for c in rounds.values())
+
+
+def test_two_channels_of_one_community_in_one_batch_get_different_questions(engine: StudyEngine) -> None:
+    setup_community(engine, "club", "UTC")
+    first, second, again = engine.open_dailies(
+        [
+            (ChannelRef("console", "club", "study"), False),
+            (ChannelRef("console", "club", "other"), True),
+            (ChannelRef("console", "club", "study"), False),
+        ]
+    )
+    assert isinstance(first, QuestionCard) and isinstance(second, QuestionCard)
+    assert first.question_id != second.question_id and second.late and not first.late
+    assert type(again).__name__ == "AlreadyOpen" and again.round_id == first.round_id
+    [repeat] = engine.open_dailies([(ChannelRef("console", "club", "other"), False)])
+    assert type(repeat).__name__ == "AlreadyOpen" and repeat.round_id == second.round_id
+
+
+def test_schedulers_of_several_processes_claim_many_communities_at_once_each_round_once(
+    db_url: str, test_bank: Bank, clock: FakeClock
+) -> None:
+    clock.set(utc(2026, 11, 24, 9, 0))
+    databases = [Database(db_url) for _ in range(3)]
+    try:
+        engines = [StudyEngine(SqlStore(db), test_bank, clock=clock) for db in databases]
+        refs = many_communities(engines[0], 12)
+        schedulers = [StudyScheduler(e, clock=clock) for e in engines]
+        barrier = threading.Barrier(len(schedulers))
+        claimed: list[list[Posted]] = []
+        errors: list[Exception] = []
+
+        def claim(s: StudyScheduler) -> None:
+            try:
+                barrier.wait(timeout=30)
+                claimed.append(s.tick())
+            except Exception as exc:  # surfaced below, in the test's own thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=claim, args=(s,), daemon=True) for s in schedulers]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 60
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        assert not [t.name for t in threads if t.is_alive()], "scheduler threads still running after 60 s"
+        if errors:
+            raise ExceptionGroup("a scheduler thread failed", errors)
+        assert sum(len(posts) for posts in claimed) == 12
+        wall = Wall(clock)
+        drain(engines[0], wall)
+        one_round_each(wall, refs)
+    finally:
+        for db in databases:
+            db.dispose()
+
+
+def test_a_batch_that_fails_opens_each_round_on_its_own_and_one_bad_community_waits(
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock.set(utc(2026, 11, 24, 9, 0))
+    refs = many_communities(engine, 3)
+    real_open = engine.open_daily
+    broken = {"club01"}
+
+    def batch_fails(_wanted: object) -> object:
+        raise RuntimeError("a bug in one community's settings")
+
+    def open_one(channel: ChannelRef, late: bool = False) -> object:
+        if channel.community_id in broken:
+            raise RuntimeError("a bug in one community's settings")
+        return real_open(channel, late=late)
+
+    monkeypatch.setattr(engine, "open_dailies", batch_fails)
+    monkeypatch.setattr(engine, "open_daily", open_one)
+    scheduler.tick()
+    assert sorted(channel.community_id for _, channel, _ in wall.posts) == ["club00", "club02"]
+    broken.clear()
+    clock.set(utc(2026, 11, 24, 9, 1))
+    scheduler.refresh()  # the failed one is retried alone
+    one_round_each(wall, refs)
+    assert [at for at, _, card in wall.posts if isinstance(card, QuestionCard)][-1] == utc(2026, 11, 24, 9, 1)
+
+
+def test_a_busy_database_during_a_batch_leaves_its_rounds_to_the_refresh(
+    engine: StudyEngine,
+    scheduler: StudyScheduler,
+    wall: Wall,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock.set(utc(2026, 11, 24, 9, 0))
+    refs = many_communities(engine, 3)
+    real_batch = engine.open_dailies
+    single: list[ChannelRef] = []
+    failures = iter([StoreUnavailable("The database is busy")])
+
+    def busy_once(wanted: list[tuple[ChannelRef, bool]]) -> object:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return real_batch(wanted)
+
+    def one(channel: ChannelRef, late: bool = False) -> object:
+        single.append(channel)
+        raise AssertionError("opened alone")
+
+    monkeypatch.setattr(engine, "open_dailies", busy_once)
+    monkeypatch.setattr(engine, "open_daily", one)
+    assert scheduler.tick() == []
+    assert single == []  # not tried one by one against a busy database
+    clock.set(utc(2026, 11, 24, 9, 1))
+    scheduler.refresh()  # all three again, together
+    one_round_each(wall, refs)
+    assert single == []

@@ -18,6 +18,7 @@ from bot.core.bank import Bank, Question
 from bot.core.boards import BoardsMixin
 from bot.core.community_admin import CommunityAdminMixin
 from bot.core.confidence import ConfidenceMixin
+from bot.core.daily_batch import DailyBatchMixin
 from bot.core.demo_jobs import DemoJobsMixin, DemoPolicy
 from bot.core.fsrs_community import FsrsMixin
 from bot.core.guesses import GuessesMixin
@@ -45,6 +46,7 @@ class StudyEngine(
     PracticeMixin,
     BoardsMixin,
     RoundsMixin,
+    DailyBatchMixin,
     ConfidenceMixin,
     OutboxMixin,
     WebPagesMixin,

@@ -3,7 +3,7 @@ and the rules in bot/core never import the database layer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
@@ -17,6 +17,8 @@ from bot.core.records import (
     DemoJobRecord,
     MemberPick,
     NewAnswer,
+    NewDaily,
+    NewPost,
     OutboxRecord,
     RoundRecord,
     SuggestionRecord,
@@ -64,6 +66,14 @@ class StoreTx(Protocol):
         late: bool,
         choice_order: str,
     ) -> RoundRecord | None: ...
+    # Many daily rounds in one transaction (bot/store/dailies.py, bot/core/daily_batch.py).
+    def rounds(self, round_ids: Iterable[int]) -> dict[int, RoundRecord]: ...
+    def find_communities(self, refs: Iterable[CommunityRef]) -> dict[CommunityRef, CommunityConfig]: ...
+    def daily_round_ids(self, keys: Iterable[str]) -> dict[str, int]: ...
+    def with_approved_questions(self, community_ids: Iterable[int]) -> set[int]: ...
+    def dailies_last_asked(self, community_ids: Iterable[int]) -> dict[int, dict[str, datetime]]: ...
+    def insert_dailies(self, new: Sequence[NewDaily]) -> dict[str, int]: ...
+    def enqueue_posts(self, posts: Sequence[NewPost], now: datetime) -> None: ...
     def insert_private(
         self,
         community_id: int,

@@ -53,6 +53,32 @@ class NewAnswer:
 
 
 @dataclass(frozen=True)
+class NewDaily:
+    """A daily round to open (one of a batch, bot/core/daily_batch.py)."""
+
+    community_id: int
+    channel_id: str
+    question_id: str
+    local_date: str
+    daily_key: str  # unique: the round is opened at most once
+    opened_at: datetime
+    closes_at: datetime
+    late: bool
+    choice_order: str
+
+
+@dataclass(frozen=True)
+class NewPost:
+    """An outbox row to queue (one of a batch), once per (community, kind, key)."""
+
+    community_id: int
+    platform: str
+    channel_id: str
+    kind: str
+    key: str
+
+
+@dataclass(frozen=True)
 class OutboxRecord:
     id: int
     community_id: int
@@ -123,6 +149,19 @@ class MemberPick:
     correct: int
     member_answers: int
     member_correct: int
+
+
+@dataclass(frozen=True)
+class TopThird:
+    """One question's strongest third of answers by rest-score (the item analysis's wrong-key
+    check), counted in the store: `top` answers (a third of those with a rest-score, rounded
+    up), how many of them picked each choice (file order), and the most answers one member gave
+    the question (what one later answer can move)."""
+
+    question_id: str
+    top: int
+    picks: tuple[int, ...]
+    heaviest: int
 
 
 @dataclass(frozen=True)

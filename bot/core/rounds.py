@@ -44,6 +44,16 @@ LOW_BANK = 7
 EVENT_MEMORY = timedelta(days=1)
 
 
+def low_bank_note(unasked_left: int) -> str | None:
+    """The admins' note on a daily round when few questions are left unasked."""
+    if unasked_left >= LOW_BANK:
+        return None
+    return (
+        f"Questions not yet asked in this community: {unasked_left}. After that the least "
+        "recently asked come back; add questions to the bank to keep rounds fresh."
+    )
+
+
 class RoundsMixin(EngineBase):
     """The daily round, answers (buttons, text, thread replies) and the reveal, for StudyEngine."""
 
@@ -83,21 +93,21 @@ class RoundsMixin(EngineBase):
             if row is None:  # another process opened it between our read and write
                 return AlreadyOpen(round_id=tx.daily_round_id(key) or 0, local_date=day)
             tx.enqueue(community.id, channel.channel_id, "question", str(row.id), now)
-        note = None
-        if unasked_left < LOW_BANK:
-            note = (
-                f"Questions not yet asked in this community: {unasked_left}. After that the least "
-                "recently asked come back; add questions to the bank to keep rounds fresh."
-            )
         log.info("opened daily round %s (%s) in %s", row.id, question.id, channel)
-        return self._card(row, question, admin_note=note)
+        return self._card(row, question, admin_note=low_bank_note(unasked_left))
 
     def _next_daily_question(self, tx: StoreTx, community: CommunityConfig) -> tuple[Question, int]:
         own = self._community_questions(tx, community.id)
+        return self._pick_daily(community, own, tx.daily_last_asked(community.id))
+
+    def _pick_daily(
+        self, community: CommunityConfig, own: list[Question], last_asked: dict[str, datetime]
+    ) -> tuple[Question, int]:
+        """The round's question from the community's pool (`own`: its members' questions;
+        `last_asked`: question id -> its latest daily round) and how many stay unasked."""
         pool = [q for q in [*self.bank.questions, *own] if not community.topics or q.topic in community.topics]
         if not pool:
             pool = [*self.bank.questions, *own]
-        last_asked = tx.daily_last_asked(community.id)
         fresh_own = [q for q in own if q in pool and q.id not in last_asked]
         if fresh_own:  # a member's question just approved comes in the next round
             return fresh_own[0], sum(1 for q in pool if q.id not in last_asked) - 1

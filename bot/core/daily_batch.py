@@ -1,0 +1,116 @@
+"""Many daily rounds opened in one unit of work, for the scheduler's pass when thousands of
+communities are due at one moment: the rules of `open_daily` (bot/core/rounds.py), with
+their reads and writes done once per batch instead of once per round. StudyEngine mixes
+this in."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from bot.core import choices as codec
+from bot.core import scoring
+from bot.core.bank import Question
+from bot.core.community import CommunityConfig
+from bot.core.engine_base import EngineBase
+from bot.core.records import NewDaily, NewPost
+from bot.core.rounds import low_bank_note
+from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, QuestionCard
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A round of the batch, its question picked, before it is written."""
+
+    index: int  # its place in the request
+    channel: ChannelRef
+    new: NewDaily
+    question: Question
+    unasked_left: int
+
+
+class DailyBatchMixin(EngineBase):
+    """`open_dailies`, for StudyEngine."""
+
+    # Provided by RoundsMixin.
+    _pick_daily: Callable[[CommunityConfig, list[Question], dict[str, datetime]], tuple[Question, int]]
+
+    def open_dailies(self, wanted: Sequence[tuple[ChannelRef, bool]]) -> list[QuestionCard | AlreadyOpen]:
+        """Open today's round in each channel (`late` as `open_daily` takes it), each at most
+        once, and queue their posts, all in one unit of work: what `open_daily` would return
+        for each, in the order asked. The unique daily key still decides: a round opened
+        before, by another process meanwhile or twice in `wanted` comes back AlreadyOpen."""
+        now = self.now()
+        results: dict[int, QuestionCard | AlreadyOpen] = {}
+        with self.store.write() as tx:
+            configs = tx.find_communities({CommunityRef(c.platform, c.community_id) for c, _ in wanted})
+            asks: list[tuple[ChannelRef, bool, CommunityConfig, str, str]] = []
+            for channel, late in wanted:
+                ref = CommunityRef(channel.platform, channel.community_id)
+                community = configs.get(ref)
+                if community is None:  # first use: created with the defaults, as open_daily does
+                    community = configs[ref] = self._community(tx, channel)
+                day = scoring.local_date(now, community.timezone).isoformat()
+                asks.append((channel, late, community, day, f"{community.id}|{channel.channel_id}|{day}"))
+            existing = tx.daily_round_ids(key for *_, key in asks)
+            fresh = {community.id for _, _, community, _, key in asks if key not in existing}
+            with_own = tx.with_approved_questions(fresh)
+            last_asked = tx.dailies_last_asked(fresh)
+            own: dict[int, list[Question]] = {}
+            planned: dict[str, _Planned] = {}
+            repeats: list[tuple[int, str, str]] = []  # (index, key, day) of keys asked twice
+            for index, (channel, late, community, day, key) in enumerate(asks):
+                if key in existing:
+                    results[index] = AlreadyOpen(round_id=existing[key], local_date=day)
+                    continue
+                if key in planned:
+                    repeats.append((index, key, day))
+                    continue
+                if community.id not in own:
+                    own[community.id] = self._community_questions(tx, community.id) if community.id in with_own else []
+                asked = last_asked.setdefault(community.id, {})
+                question, unasked_left = self._pick_daily(community, own[community.id], asked)
+                asked[question.id] = now  # a second channel of the community picks as if after it
+                new = NewDaily(
+                    community_id=community.id,
+                    channel_id=channel.channel_id,
+                    question_id=question.id,
+                    local_date=day,
+                    daily_key=key,
+                    opened_at=now,
+                    closes_at=now + timedelta(hours=community.window_hours),
+                    late=late,
+                    choice_order=codec.format_order(codec.draw_order(len(question.choices))),
+                )
+                planned[key] = _Planned(index, channel, new, question, unasked_left)
+            opened = tx.insert_dailies([plan.new for plan in planned.values()])
+            rows = tx.rounds(opened.values())
+            taken = tx.daily_round_ids(key for key in planned if key not in opened)  # by another process
+            tx.enqueue_posts(
+                [
+                    NewPost(
+                        plan.new.community_id,
+                        plan.channel.platform,
+                        plan.channel.channel_id,
+                        "question",
+                        str(opened[key]),
+                    )
+                    for key, plan in planned.items()
+                    if key in opened
+                ],
+                now,
+            )
+        for key, plan in planned.items():
+            if key not in opened:
+                results[plan.index] = AlreadyOpen(round_id=taken.get(key, 0), local_date=plan.new.local_date)
+                continue
+            row = rows[opened[key]]
+            log.info("opened daily round %s (%s) in %s", row.id, plan.question.id, plan.channel)
+            results[plan.index] = self._card(row, plan.question, admin_note=low_bank_note(plan.unasked_left))
+        for index, key, day in repeats:
+            results[index] = AlreadyOpen(round_id=opened.get(key) or taken.get(key, 0), local_date=day)
+        return [results[index] for index in range(len(wanted))]
