@@ -30,6 +30,7 @@ from bot.core.values import CommunityRef
 from bot.store import confidence, fast, fsrs, item_stats, statements
 from bot.store.communities import CommunityQueries
 from bot.store.communities import community_config as _config
+from bot.store.dailies import DailyBatchQueries
 from bot.store.database import Database, insert_ignoring
 from bot.store.group import GroupCommit
 from bot.store.guesses import GuessQueries
@@ -111,7 +112,7 @@ class SqlStore:
         return self.group.run(lambda conn: unit(SqlTx(conn)))
 
 
-class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQueries):
+class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQueries, DailyBatchQueries):
     """One transaction's queries."""
 
     def __init__(self, conn: Connection) -> None:
@@ -194,6 +195,15 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
 
     def get_round(self, round_id: int) -> RoundRecord:
         return _round(self.conn.execute(select(Round).where(col(Round.id) == round_id)).one())
+
+    def rounds(self, round_ids: Iterable[int]) -> dict[int, RoundRecord]:
+        """These rounds by id (one query per 500); ids with no round are left out."""
+        wanted = sorted(set(round_ids))
+        found: dict[int, RoundRecord] = {}
+        for start in range(0, len(wanted), 500):
+            rows = self.conn.execute(select(Round).where(col(Round.id).in_(wanted[start : start + 500]))).all()
+            found.update((row.id, _round(row)) for row in rows)
+        return found
 
     def daily_round_id(self, daily_key: str) -> int | None:
         return self.conn.execute(select(col(Round.id)).where(col(Round.daily_key) == daily_key)).scalar()
