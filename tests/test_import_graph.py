@@ -33,7 +33,9 @@ CORE_FORBIDDEN = (
 DEMOS_MAY_USE = ("torch", "matplotlib", "demos")
 # Hugging Face's GPT-2 (the demo extra pins it) is for its one module, imported inside the function that builds it.
 DEMO_MODULE_MAY_USE = {"demos.hf": ("transformers",)}
-STORE_MAY_USE = {"bot.core.values", "bot.core.records", "bot.core.community", "bot.core.errors"}
+# bot.core.scope holds only values (which communities a process serves, and the scheduler's row
+# read back), made to be turned into SQL by the store; it imports nothing but other values.
+STORE_MAY_USE = {"bot.core.values", "bot.core.records", "bot.core.community", "bot.core.errors", "bot.core.scope"}
 # Values the store builds from rows that live beside the pure code reading them.
 STORE_MAY_USE_NAMES = {("bot.core.item_analysis", "AnswerRow")}
 CELERY_WORKER = "bot.worker"
@@ -283,6 +285,14 @@ def test_the_store_imports_from_the_core_only_the_values_it_stores(module: str) 
             continue
         allowed = imp.module in STORE_MAY_USE or (imp.module, imp.name) in STORE_MAY_USE_NAMES
         assert allowed, f"{module} (line {imp.line}) imports {imp.name} from {imp.module}"
+
+
+def test_the_scope_the_store_reads_stays_values_only() -> None:
+    """bot.core.scope is in STORE_MAY_USE because it holds values: it may take others from the
+    core only from the value modules the store may read itself."""
+    for imp in imports_of(ALL["bot.core.scope"], "bot.core"):
+        if within(imp.module, "bot"):
+            assert imp.module in STORE_MAY_USE, f"bot/core/scope.py (line {imp.line}) imports {imp.module}"
 
 
 def test_the_celery_worker_never_loads_the_engine() -> None:
