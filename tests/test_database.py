@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, create_engine, text
@@ -136,3 +137,54 @@ def test_truthy_ci_values_count_as_ci(value: str) -> None:
 @pytest.mark.parametrize("value", [None, "", " ", "0", "false", "False", "FALSE", "no", "off"])
 def test_unset_or_false_ci_values_do_not(value: str | None) -> None:
     assert not ci_enabled(value)
+
+
+# ------------------------------------------------------------ upgrades at start
+
+
+def test_the_head_read_from_file_names_is_alembics_own() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from bot.store.database import head_revision, migrations_dir
+
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    assert ScriptDirectory.from_config(config).get_heads() == [head_revision()]
+
+
+def test_a_restart_at_the_newest_revision_skips_alembic_and_an_old_database_is_still_upgraded(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from bot.store.database import at_head, head_revision, upgrade
+
+    url = f"sqlite:///{tmp_path / 'bot.db'}"
+    assert not at_head(url)  # no file yet
+    upgrade(url)
+    assert at_head(url)
+    probe = (
+        "import sys; from bot.store.database import upgrade; "
+        f"upgrade({url!r}); print('alembic' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+    old = f"sqlite:///{tmp_path / 'old.db'}"
+    from alembic import command
+    from alembic.config import Config
+
+    from bot.store.database import migrations_dir
+
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.set_main_option("sqlalchemy.url", old)
+    command.upgrade(config, "0009")  # as the release before weekly points left it
+    assert not at_head(old)
+    upgrade(old)
+    assert at_head(old)
+    engine = create_engine(old)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == head_revision()
+        assert conn.execute(text("SELECT count(*) FROM weekly_points")).scalar_one() == 0
+    engine.dispose()
