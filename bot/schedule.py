@@ -12,8 +12,9 @@ today's round is posted (marked late) if its time passed today, and nothing olde
 back. The scheduler plans each community's next moments (bot.core.timing) in memory and
 APScheduler 3 (imported only when `start()` is called) holds ONE date job, at the earliest
 of them: when it fires, every community due then is claimed in one pass (one query for their
-settings, one for due reveals), so 10,000 communities due at 09:00 cost one wake-up, not
-10,000. Plans are rebuilt at start, after every /config change and by a periodic refresh
+settings, one for due reveals) and their daily rounds are opened DAILY_BATCH at a time, each
+batch one transaction (`open_dailies`), so 10,000 communities due at 09:00 cost one wake-up
+and 50 transactions, not 10,000. Plans are rebuilt at start, after every /config change and by a periodic refresh
 that reads only the communities whose settings' version moved since the last one (so it
 notices changes made by another process) and every community's next close in one query
 (rounds opened by hand). What a process serves is a `Scope` the store turns into SQL.
