@@ -7,11 +7,12 @@ matmul FLOPs, and a small TorchDispatchMode counts aten ops, in forward and back
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from tests.facts.support import OpCounter, SavedBytes, make_stack, run_chain
 
@@ -107,6 +108,63 @@ def test_what_is_recomputed_sets_the_overhead() -> None:
     assert blk_saved < pw_saved
 
 
+class WideAndNarrow(nn.Module):
+    """A wide cheap part (three sins on 4h-wide tensors between two matmuls) followed by a
+    narrow matmul-heavy part (h -> h, relu, h -> h). `where` checkpoints one part."""
+
+    def __init__(self, h: int) -> None:
+        super().__init__()
+        self.mixed = MixedBlock(h)
+        self.a = nn.Linear(h, h, bias=False)
+        self.b = nn.Linear(h, h, bias=False)
+
+    def narrow(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x)))
+
+    def forward(self, x: torch.Tensor, where: str = "none") -> torch.Tensor:
+        h = self.mixed(x, "pointwise" if where == "pointwise" else "none")
+        if where == "narrow":
+            return checkpoint(self.narrow, h, use_reentrant=False)
+        return self.narrow(h)
+
+
+def _step_cost(run: Callable[[], torch.Tensor], exclude: nn.Module) -> tuple[int, int]:
+    """(bytes saved for backward, FLOPs of forward + backward) of one step."""
+    with SavedBytes(exclude=exclude) as m, FlopCounterMode(display=False) as fc:
+        out = run()
+        saved = m.nbytes
+        out.sum().backward()
+    return saved, fc.get_total_flops()
+
+
+def test_overhead_follows_what_is_rerun_not_the_memory_freed() -> None:
+    torch.manual_seed(0)
+    block = WideAndNarrow(64)
+    x = torch.randn(32, 64, requires_grad=True)
+    plain_saved, plain_flops = _step_cost(lambda: block(x), block)
+    cost = {}
+    for where in ("pointwise", "narrow"):
+        saved, step_flops = _step_cost(lambda w=where: block(x, w), block)
+        cost[where] = (plain_saved - saved, step_flops - plain_flops)  # (freed, extra FLOPs)
+    # checkpointing the wide pointwise ops frees more memory than checkpointing the narrow
+    # matmuls, yet costs no matmul FLOPs where the narrow placement reruns one matmul
+    (pw_freed, pw_extra), (nw_freed, nw_extra) = cost["pointwise"], cost["narrow"]
+    assert pw_freed > 4 * nw_freed
+    assert pw_extra == 0 and nw_extra == flops(lambda: block.a(x.detach()))
+    # the graph matters too: checkpointing every block of a stack of matmul+relu layers
+    # adds a third to the step, but a sixth for MixedBlocks, whose last op is a matmul that
+    # early stop never reruns
+    layers = make_stack(h=64, layer=Layer)
+    y = torch.randn(32, 64, requires_grad=True)
+    _, stack_plain = _step_cost(lambda: run_chain(layers, y), layers)
+    _, stack_ckpt = _step_cost(lambda: run_chain(layers, y, ckpt=True), layers)
+    assert stack_ckpt * 3 == stack_plain * 4
+    mixed = MixedBlock(64)
+    _, mixed_plain = _step_cost(lambda: mixed(y), mixed)
+    _, mixed_ckpt = _step_cost(lambda: mixed(y, "block"), mixed)
+    assert mixed_ckpt * 6 == mixed_plain * 7
+
+
 def test_non_reentrant_early_stop_skips_the_trailing_matmul() -> None:
     torch.manual_seed(0)
     w1 = torch.randn(64, 64, requires_grad=True)
@@ -152,6 +210,68 @@ def test_fused_attention_keeps_no_sequence_squared_tensor() -> None:
     fused = [_attention_saved_bytes(s, fused=True) for s in (64, 128, 256)]
     assert fused[1] == 2 * fused[0] and fused[2] == 2 * fused[1]
     assert fused[2] < unfused[2]
+
+
+def _cpu_sdpa_flops(q, k, v, *args, out_shape=None, **kwargs) -> int:  # type: ignore[no-untyped-def]
+    return sdpa_flop_count(q, k, v)
+
+
+def _cpu_sdpa_backward_flops(grad, q, k, v, *args, out_shape=None, **kwargs) -> int:  # type: ignore[no-untyped-def]
+    return sdpa_backward_flop_count(grad, q, k, v)
+
+
+# FlopCounterMode counts the CUDA flash and efficient kernels; the CPU flash kernel gets
+# the same formulas (its two matmuls, q k^T and p v, forward; their gradients backward)
+SDPA_CPU_FLOPS = {
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_sdpa_flops,
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_sdpa_backward_flops,
+}
+
+
+def _attention_cost(s: int, fused: bool, ckpt: bool) -> tuple[int, int, int]:
+    """(bytes saved for backward, FLOPs of forward+backward, fused-kernel calls) for one
+    attention call over sequence length s, checkpointed or not."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, s, 16, requires_grad=True) for _ in range(3))
+
+    def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        if fused:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        return torch.softmax(q @ k.transpose(-1, -2) / 4, dim=-1) @ v
+
+    with SavedBytes() as m, FlopCounterMode(display=False, custom_mapping=SDPA_CPU_FLOPS) as fc, OpCounter() as oc:
+        out = checkpoint(attention, q, k, v, use_reentrant=False) if ckpt else attention(q, k, v)
+        saved = m.nbytes
+        out.sum().backward()
+    return saved, fc.get_total_flops(), oc.ops["_scaled_dot_product_flash_attention_for_cpu"]
+
+
+def test_recomputing_fused_attention_reruns_the_whole_kernel_to_free_little() -> None:
+    cost: dict[str, list[tuple[int, int]]] = {"fused": [], "unfused": []}
+    kept = [_attention_cost(s, fused=True, ckpt=False)[0] for s in (64, 128, 256)]
+    assert kept[1] == 2 * kept[0] and kept[2] == 2 * kept[1]  # no s x s tensor is saved
+    unfused_kept = [_attention_cost(s, fused=False, ckpt=False)[0] for s in (64, 128, 256)]
+    assert unfused_kept[1] > 2 * unfused_kept[0] and unfused_kept[2] > 2 * unfused_kept[1]
+    for s in (64, 128, 256):
+        for kind in cost:
+            plain_saved, plain_flops, plain_calls = _attention_cost(s, kind == "fused", ckpt=False)
+            ckpt_saved, ckpt_flops, ckpt_calls = _attention_cost(s, kind == "fused", ckpt=True)
+            freed, extra = plain_saved - ckpt_saved, ckpt_flops - plain_flops
+            cost[kind].append((freed, extra))
+            if kind == "fused":
+                # the kernel runs once more, in backward: all of its forward FLOPs again
+                assert (plain_calls, ckpt_calls) == (1, 2)
+                assert extra == 4 * 2 * 4 * s * s * 16  # q k^T and p v over 2 x 4 heads
+    fused, unfused = cost["fused"], cost["unfused"]
+    # per doubling of s the fused rerun frees twice the bytes (output and row statistics)
+    # for four times the FLOPs, so FLOPs per freed byte double ...
+    for (f0, e0), (f1, e1) in zip(fused, fused[1:]):
+        assert f1 == 2 * f0 and e1 == 4 * e0
+    # ... while recomputing unfused attention frees the s x s tensors at a fixed price
+    ratios = [extra / freed for freed, extra in unfused]
+    assert ratios[0] == ratios[1] == ratios[2]
+    # already at s=64 the fused kernel costs over 7 times as many FLOPs per byte freed
+    assert fused[0][1] / fused[0][0] > 7 * ratios[0]
 
 
 def test_checkpointing_a_single_pointwise_op_saves_nothing() -> None:
