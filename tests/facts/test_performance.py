@@ -265,7 +265,7 @@ def test_recomputing_fused_attention_reruns_the_whole_kernel_to_free_little() ->
     fused, unfused = cost["fused"], cost["unfused"]
     # per doubling of s the fused rerun frees twice the bytes (output and row statistics)
     # for four times the FLOPs, so FLOPs per freed byte double ...
-    for (f0, e0), (f1, e1) in zip(fused, fused[1:]):
+    for (f0, e0), (f1, e1) in zip(fused, fused[1:], strict=False):
         assert f1 == 2 * f0 and e1 == 4 * e0
     # ... while recomputing unfused attention frees the s x s tensors at a fixed price
     ratios = [extra / freed for freed, extra in unfused]
