@@ -96,6 +96,25 @@ def test_core_recompute_share_grows_with_heads_and_sequence_and_falls_with_width
     assert _core_share(h=64, heads=4, s=64) < base  # wider hidden size
 
 
+def test_core_share_depends_on_heads_times_sequence_over_width_and_ranks_the_four_layers() -> None:
+    # the four layers of the question, each with its head count a kept and s and h divided
+    # by one common factor (so a*s/h, the ratio K22's 5as/h term turns on, is unchanged)
+    layers = {
+        "short context a=32 s=512 h=4096": (32, 512, 4096, 64),
+        "GPT-3 a=96 s=2048 h=12288": (96, 2048, 12288, 128),
+        "long context a=32 s=8192 h=4096": (32, 8192, 4096, 64),
+        "wide, few heads a=16 s=2048 h=8192": (16, 2048, 8192, 128),
+    }
+    share = {name: _core_share(h=h // f, heads=a, s=s // f) for name, (a, s, h, f) in layers.items()}
+    ranked = sorted(share, key=share.__getitem__, reverse=True)
+    assert ranked[:2] == ["long context a=32 s=8192 h=4096", "GPT-3 a=96 s=2048 h=12288"]
+    # the two layers with a*s/h = 4 lose exactly the same share, the smallest
+    assert share["short context a=32 s=512 h=4096"] == share["wide, few heads a=16 s=2048 h=8192"]
+    assert share["short context a=32 s=512 h=4096"] < share["GPT-3 a=96 s=2048 h=12288"]
+    # and the share is a function of a*s/h alone: other shapes with a*s/h = 4 agree
+    assert _core_share(h=32, heads=2, s=64) == _core_share(h=64, heads=4, s=64) == share[ranked[-1]]
+
+
 def test_in_flight_microbatches_each_hold_their_activations_until_backward() -> None:
     torch.manual_seed(0)
     stage = nn.Sequential(nn.Linear(32, 128), nn.GELU(), nn.Linear(128, 32), nn.GELU())
