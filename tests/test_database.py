@@ -163,10 +163,7 @@ def test_a_restart_at_the_newest_revision_skips_alembic_and_an_old_database_is_s
     assert not at_head(url)  # no file yet
     upgrade(url)
     assert at_head(url)
-    probe = (
-        "import sys; from bot.store.database import upgrade; "
-        f"upgrade({url!r}); print('alembic' in sys.modules)"
-    )
+    probe = f"import sys; from bot.store.database import upgrade; upgrade({url!r}); print('alembic' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 

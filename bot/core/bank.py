@@ -8,7 +8,6 @@ numbers, and never lets a malformed document escape as a traceback.
 from __future__ import annotations
 
 import functools
-
 import math
 import re
 from collections import Counter
