@@ -96,7 +96,13 @@ def test_save_on_cpu_moves_saved_tensors_to_cpu_and_keeps_gradients() -> None:
     t = torch.randn(4, 4)
     device, packed = hooks.pack_hook(t)
     assert device == t.device and packed.device.type == "cpu"
+    assert packed.dtype == t.dtype  # stored as it was: no cast to 16 bits
     torch.testing.assert_close(hooks.unpack_hook((device, packed)), t, rtol=0, atol=0)
+    # backward gets a copy moved back to the device recorded at pack time; this CPU build
+    # has no CUDA, so the meta device stands in for it (the real move is shown by
+    # test_offloading.py::test_on_a_gpu_offloading_spends_copies_and_host_memory_not_compute)
+    back = hooks.unpack_hook((torch.device("meta"), packed))
+    assert back.device.type == "meta" and back.shape == t.shape and back.dtype == t.dtype
 
     torch.manual_seed(0)
     model = nn.Sequential(relu_block(), relu_block())

@@ -68,10 +68,49 @@ def test_error_in_recompute_surfaces_from_backward_with_forward_frames() -> None
     assert frames.index("backward") < frames.index("block_forward")
 
 
-def test_memory_history_is_unbounded_by_default() -> None:
+def test_memory_history_is_unbounded_by_default(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     params = inspect.signature(torch.cuda.memory._record_memory_history).parameters
     assert params["max_entries"].default == sys.maxsize
     assert params["enabled"].default == "all"
+    # what a call without max_entries hands the allocator (the CUDA binding is recorded,
+    # since this CPU build has none): a cap of sys.maxsize events, that is none
+    handed: list[tuple[object, ...]] = []
+    monkeypatch.setattr(torch._C, "_cuda_record_memory_history", lambda *a: handed.append(a), raising=False)
+    torch.cuda.memory._record_memory_history()
+    ((enabled, _context, _stacks, max_entries, *_rest),) = handed
+    assert (enabled, max_entries) == ("all", sys.maxsize)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_history_grows_without_a_cap_and_max_entries_keeps_the_latest() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from torch.cuda import memory
+
+    def churn(n: int) -> None:
+        for _ in range(n):
+            t = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+            del t
+
+    try:
+        memory._record_memory_history(clear_history=True)  # the defaults: no max_entries
+        churn(300)
+        uncapped = memory._snapshot()["device_traces"][0]
+        churn(300)
+        # every alloc and free is still there, and the history only grows
+        assert len(uncapped) >= 600
+        assert len(memory._snapshot()["device_traces"][0]) >= len(uncapped) + 600
+        assert all(e["frames"] for e in uncapped if e["action"] == "alloc")  # with stacks
+        memory._record_memory_history(enabled=None)
+        memory._record_memory_history(max_entries=100, clear_history=True)
+        churn(300)
+        marker = torch.empty(3 << 20, dtype=torch.uint8, device="cuda")  # the latest event
+        capped = memory._snapshot()["device_traces"][0]
+        # a ring buffer: at most 100 events, the newest kept
+        assert len(capped) == 100
+        assert capped[-1]["action"] == "alloc" and capped[-1]["size"] >= marker.nbytes
+    finally:
+        memory._record_memory_history(enabled=None)
 
 
 def test_snapshot_reader_counts_gaps_as_reserved_but_free() -> None:

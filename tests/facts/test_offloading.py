@@ -25,7 +25,7 @@ from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy
 from torch.utils.checkpoint import checkpoint
 from torch.utils.flop_counter import FlopCounterMode
 
-from tests.facts.support import Block, OpCounter, SavedMeter, make_stack, param_ptrs, run_chain
+from tests.facts.support import Block, OpCounter, SavedBytes, SavedMeter, make_stack, param_ptrs, run_chain
 
 FORWARD_MATMULS = ("addmm", "mm")
 
@@ -344,3 +344,157 @@ def test_linear_saves_a_weight_view_that_passes_a_parameter_type_filter() -> Non
     direct = [t for t in saved if t.untyped_storage().data_ptr() == weight_ptr]
     assert len(direct) == 1 and isinstance(direct[0], nn.Parameter)
     assert not _torchtune_would_offload(direct[0])
+
+
+# ----------------------------------------------------------------------------- on a GPU
+
+
+def _needs_cuda() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+
+
+class _Offloaded:
+    """save_on_cpu's hooks, logging (device saved, device stored, bytes stored) per pack and
+    the device of every tensor handed back to backward."""
+
+    def __init__(self) -> None:
+        self.inner = save_on_cpu()
+        self.packs: list[tuple[torch.device, torch.device, int]] = []
+        self.unpacked: list[torch.device] = []
+
+    def pack(self, t: torch.Tensor):  # type: ignore[no-untyped-def]
+        device, stored = self.inner.pack_hook(t)
+        self.packs.append((t.device, stored.device, stored.nbytes))
+        return device, stored
+
+    def unpack(self, packed):  # type: ignore[no-untyped-def]
+        back = self.inner.unpack_hook(packed)
+        self.unpacked.append(back.device)
+        return back
+
+    def hooks(self) -> saved_tensors_hooks:
+        return saved_tensors_hooks(self.pack, self.unpack)
+
+    @property
+    def host_bytes(self) -> int:
+        return sum(n for _, _, n in self.packs)
+
+
+def _cuda_mlp() -> nn.Sequential:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)).cuda()
+
+
+def _forward_held_bytes(run) -> tuple[torch.Tensor, int]:  # type: ignore[no-untyped-def]
+    """(output, device bytes still allocated after the forward `run()`, beyond before it)."""
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    out = run()
+    torch.cuda.synchronize()
+    return out, torch.cuda.memory_allocated() - before
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_offloading_spends_copies_and_host_memory_not_compute() -> None:
+    _needs_cuda()
+    model = _cuda_mlp()
+    x = torch.randn(512, 1024, device="cuda", requires_grad=True)
+    out, plain_held = _forward_held_bytes(lambda: model(x))
+    with SavedBytes(exclude=model) as saved:
+        model(x)
+    with OpCounter() as ops:
+        out.sum().backward()
+    plain_matmuls = sum(ops.ops[name] for name in FORWARD_MATMULS)
+    expected = _grads(model)
+    model.zero_grad()
+
+    rec = _Offloaded()
+    with rec.hooks():
+        out, offload_held = _forward_held_bytes(lambda: model(x))
+    # forward: every saved tensor was copied from the GPU into host memory ...
+    assert rec.packs and all((d.type, s.type) == ("cuda", "cpu") for d, s, _ in rec.packs)
+    assert rec.host_bytes >= saved.nbytes  # host RAM: at least what autograd saves
+    # ... so the two 512 x 4096 hidden tensors no longer hold device memory
+    hidden = 512 * 4096 * 4
+    assert plain_held - offload_held >= 2 * hidden
+    with OpCounter() as ops:
+        out.sum().backward()
+    # backward: each one was copied back to the GPU, and no forward matmul ran again
+    assert len(rec.unpacked) == len(rec.packs) and {d.type for d in rec.unpacked} == {"cuda"}
+    assert sum(ops.ops[name] for name in FORWARD_MATMULS) == plain_matmuls
+    for name, grad in _grads(model).items():
+        torch.testing.assert_close(grad, expected[name], rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_saved_weight_view_is_copied_out_and_back_for_nothing() -> None:
+    _needs_cuda()
+    torch.manual_seed(0)
+    lin = nn.Linear(4096, 4096, bias=False).cuda()  # a 64 MiB weight
+    x = torch.randn(8, 4096, device="cuda", requires_grad=True)  # a tiny activation
+    weight_bytes = lin.weight.nbytes
+    out, plain_held = _forward_held_bytes(lambda: lin(x))
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    out.sum().backward()
+    plain_backward_peak = torch.cuda.max_memory_allocated() - before
+    lin.weight.grad = None
+    x.grad = None
+
+    rec = _Offloaded()
+    with rec.hooks():
+        out, offload_held = _forward_held_bytes(lambda: lin(x))
+    # the weight's view went through the hook: a full host copy of the weight was made ...
+    assert any(n == weight_bytes for _, _, n in rec.packs)
+    assert rec.host_bytes >= weight_bytes + x.nbytes
+    # ... yet no device memory was freed: the module still holds the parameter on the GPU
+    assert lin.weight.device.type == "cuda" and offload_held >= plain_held
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    out.sum().backward()
+    # and backward copies it back to the GPU: a second 64 MiB on the device for a moment
+    assert torch.cuda.max_memory_allocated() - before >= plain_backward_peak + 0.9 * weight_bytes
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_fsdp2_cpu_offload_moves_parameters_and_gradients_not_activations() -> None:
+    _needs_cuda()
+    import socket
+
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    dist.init_process_group("cpu:gloo,cuda:nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    try:
+        torch.cuda.set_device(0)
+        model = _cuda_mlp()
+        for layer in (model[0], model[2]):
+            fully_shard(layer, offload_policy=CPUOffloadPolicy())
+        fully_shard(model, offload_policy=CPUOffloadPolicy())
+        # the sharded parameters live in host memory
+        assert {p.to_local().device.type for p in model.parameters()} == {"cpu"}  # type: ignore[attr-defined]
+        x = torch.randn(512, 1024, device="cuda")
+        saved: list[tuple[torch.device, int]] = []
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            saved.append((t.device, t.numel()))
+            return t
+
+        with saved_tensors_hooks(pack, lambda t: t):
+            out = model(x)
+        # the activations saved for backward stay on the GPU (the 512 x 4096 ones included)
+        big = [device for device, numel in saved if numel >= 512 * 1024]
+        assert len(big) >= 2 and {d.type for d in big} == {"cuda"}
+        out.sum().backward()
+        # gradients land on the host, and the optimizer steps there with its state
+        assert {p.grad.to_local().device.type for p in model.parameters()} == {"cpu"}  # type: ignore[union-attr]
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        opt.step()
+        state = [v for p in model.parameters() for v in opt.state[p].values() if v.dim() > 0]
+        assert state and {v.to_local().device.type for v in state} == {"cpu"}
+    finally:
+        dist.destroy_process_group()
