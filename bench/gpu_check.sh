@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Check the demo's GPU path on a real NVIDIA GPU, in one go (the caps below add up to 10 minutes).
+# Check the demo's GPU path on a real NVIDIA GPU, in one go (the caps below add up to 11 minutes).
 # Run from anywhere; uses the repo root. Needs only python with torch (matplotlib optional).
 # Writes JSON and charts under $OUT if set, else ./gpu-out; prints a short table last.
 set -uo pipefail
@@ -54,6 +54,12 @@ fi
 echo "== pytest -m gpu"
 timeout 60 "$PY" -m pytest tests/demos -m gpu -q -p no:cacheprovider 2>&1 | tail -15 \
   | tee "$DEST/pytest-gpu.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+
+echo "== pytest -m gpu tests/facts (the question bank's facts that need a GPU)"
+# --confcutdir: only tests/facts/conftest.py, so the bot's own dependencies are not needed
+timeout 60 "$PY" -m pytest tests/facts -m gpu -q -rs -p no:cacheprovider --confcutdir tests/facts 2>&1 \
+  | tail -20 | tee "$DEST/pytest-gpu-facts.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
 echo "== table (estimate = fake-tensor trace of the same stack; peak = max_memory_allocated - baseline)"
