@@ -122,7 +122,10 @@ def calibration_lines(card: Calibration | None) -> list[str]:
     """/score's and the web pages' lines on calibration (none before any confidence was given)."""
     if card is None:
         return []
-    lines = [f"When sure: {percent(card.sure)} right; when unsure: {percent(card.unsure)} right."]
+    def right(line: StatsLine) -> str:
+        return f"{percent(line)} right" if line.answered else "none yet"
+
+    lines = [f"When sure: {right(card.sure)}; when unsure: {right(card.unsure)}."]
     if card.brier is None:
         lines.append(f"Calibration shows after {count(card.needed, 'more answer')} with sure or unsure.")
     else:
