@@ -79,6 +79,10 @@ class _Inbox:
             if ok:
                 future.set_result(value)
             else:
+                if isinstance(value, StopIteration):  # a Future refuses it (TypeError): wrapped
+                    wrapped = RuntimeError(f"the engine call raised StopIteration: {value!r}")
+                    wrapped.__cause__ = value
+                    value = wrapped
                 future.set_exception(value)
 
 
@@ -97,6 +101,7 @@ class Bridge:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
         self._idle = 0
+        self._waiting = 0  # jobs put and not yet taken by a worker
         self._lock = threading.Lock()
         self._closed = False
         self._inboxes: dict[asyncio.AbstractEventLoop, _Inbox] = {}
@@ -119,13 +124,15 @@ class Bridge:
                 del self._inboxes[gone]
             inbox = self._inboxes[loop] = _Inbox(loop)
         future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put((job, future, inbox))
         with self._lock:
-            start = self._idle == 0 and len(self._workers) < self.threads
+            # a worker for every waiting job that no idle one will take, up to `threads`
+            self._waiting += 1
+            start = self._waiting > self._idle and len(self._workers) < self.threads
             if start:
                 self._idle += 1  # counted idle until it takes its first job
                 worker = threading.Thread(target=self._work, name=f"engine_{len(self._workers)}", daemon=True)
                 self._workers.append(worker)
+        self._jobs.put((job, future, inbox))
         if start:
             worker.start()
         return future
@@ -136,6 +143,8 @@ class Bridge:
             item = jobs.get()
             with self._lock:
                 self._idle -= 1
+                if item is not None:
+                    self._waiting -= 1
             if item is None:
                 return
             job, future, inbox = item
@@ -159,6 +168,8 @@ class Bridge:
             except queue.Empty:
                 break
             if item is not None:
+                with self._lock:
+                    self._waiting -= 1
                 _, future, inbox = item
                 try:
                     inbox.loop.call_soon_threadsafe(future.cancel)

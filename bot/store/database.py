@@ -18,7 +18,7 @@ from sqlalchemy.pool import NullPool
 
 from bot.core.errors import StoreUnavailable
 from bot.store import fast
-from bot.store.held import HeldReaders
+from bot.store.held import HeldReaders, after_fork
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,17 @@ class Database:
             self._held = HeldReaders(self.reader)
         else:
             self.reader = self.writer = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        after_fork(self, Database._forked)
+
+    def _forked(self) -> None:
+        """In a forked child: new pools (the parent's connections are left to the parent) and
+        a new write turn (another thread may have held it at the fork)."""
+        self._parents = (self.reader.pool, self.writer.pool)  # never garbage-collected (closed) here
+        self.reader.dispose(close=False)
+        if self.writer is not self.reader:
+            self.writer.dispose(close=False)
+        if self._write_gate is not None:
+            self._write_gate = threading.Lock()
 
     @contextmanager
     def write_gate(self) -> Iterator[None]:

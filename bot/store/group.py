@@ -16,16 +16,19 @@ starting or stopping, and with no concurrency a unit is simply one transaction."
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy.exc import DBAPIError
 
 from bot.store import fast
 from bot.store.database import Database, _unavailable
+from bot.store.held import after_fork
 
 T = TypeVar("T")
 
@@ -53,8 +56,45 @@ class GroupCommit:
         self._queue_lock = threading.Lock()
         self._leader = threading.Lock()
         self._conn: Connection | None = None  # only the leader uses it
+        self._parents: list[Connection] = []
+        self._pid = os.getpid()
         self.transactions = 0  # committed batches, for tests and benchmarks
         self.units = 0
+        after_fork(self, GroupCommit._forget)
+        # Database.dispose() closes the kept connection too (the pool's dispose leaves a
+        # checked-out one open); the listener holds the GroupCommit only weakly.
+        ref = weakref.ref(self)
+
+        def disposed(_engine: Engine) -> None:
+            found = ref()
+            if found is not None:
+                found._disposed()
+
+        event.listen(db.writer, "engine_disposed", disposed)
+
+    def _disposed(self) -> None:
+        if self._pid != os.getpid():  # the pools a forked child replaces: nothing to close
+            self._forget()
+        else:
+            self.release()
+
+    def release(self) -> None:
+        """Close the kept writer connection once no batch is using it (the next batch opens one)."""
+        with self._leader:
+            conn, self._conn = self._conn, None
+            if conn is not None:  # its pool may be gone already: the driver's connection closed now
+                conn.invalidate()
+                conn.close()
+
+    def _forget(self) -> None:
+        """In a forked child: the parent's connection and locks are the parent's."""
+        if self._conn is not None:
+            self._parents.append(self._conn)  # kept from the garbage collector's close
+        self._conn = None
+        self._pid = os.getpid()
+        self._queue = []
+        self._queue_lock = threading.Lock()
+        self._leader = threading.Lock()
 
     def run(self, unit: Callable[[Connection], T]) -> T:
         """`unit(conn)` in a transaction shared with the units queued beside it; its result,

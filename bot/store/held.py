@@ -14,12 +14,29 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
 
 HELD_LIMIT = 8
+
+Owner = TypeVar("Owner")
+
+
+def after_fork(owner: Owner, reset: Callable[[Owner], None]) -> None:
+    """Call `reset(owner)` in a child process forked while `owner` lives (to forget, without
+    closing, connections and locks that belong to the parent)."""
+    ref = weakref.ref(owner)
+
+    def run() -> None:
+        found = ref()
+        if found is not None:
+            reset(found)
+
+    os.register_at_fork(after_in_child=run)
 
 
 class _Local(threading.local):
@@ -36,11 +53,21 @@ class HeldReaders:
         self.limit = limit
         self._local = _Local()
         self._held: list[tuple[threading.Thread, Connection]] = []
+        self._parents: list[Connection] = []
         self._lock = threading.Lock()
+        after_fork(self, HeldReaders._forget)
+
+    def _forget(self) -> None:
+        """In a forked child: the parent's connections are the parent's (not closed here)."""
+        self._lock = threading.Lock()
+        self._parents = [conn for _, conn in self._held]  # kept from the garbage collector's close
+        self._held = []
 
     def _take(self) -> Connection | None:
         local = self._local
-        if local.busy or local.pid not in (0, os.getpid()):  # nested, or inherited by a fork
+        if local.pid not in (0, os.getpid()):  # inherited by a fork: the parent's, left alone
+            local.conn, local.busy, local.pid = None, False, 0
+        if local.busy:  # nested in this thread's own read
             return None
         conn = local.conn
         if conn is None or conn.closed or conn.invalidated:
@@ -102,5 +129,6 @@ class HeldReaders:
         """Close every held connection (each thread opens a new one on its next read)."""
         with self._lock:
             held, self._held = self._held, []
-        for _, conn in held:
+        for _, conn in held:  # the driver's connection closed now, not left to the collector
+            conn.invalidate()
             conn.close()
