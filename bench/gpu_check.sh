@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Check the demo's GPU path on a real NVIDIA GPU, in one go (the caps below add up to 11 minutes).
+# Check the demo's GPU path on a real NVIDIA GPU, in one go (the caps below add up to under 10 minutes).
 # Run from anywhere; uses the repo root. Needs only python with torch (matplotlib optional).
 # Writes JSON and charts under $OUT if set, else ./gpu-out; prints a short table last.
 set -uo pipefail
@@ -22,12 +22,12 @@ timeout 80 "$PY" -m demos.checkpoint --device cuda --strategies none,block,sqrt,
   --repeat 5 --json $(chart default.png) > "$DEST/default.json" || status=1
 
 echo "== transformer, default size, every strategy and the budget sweep (inductor)"
-timeout 100 "$PY" -m demos.checkpoint --device cuda --model transformer \
+timeout 90 "$PY" -m demos.checkpoint --device cuda --model transformer \
   --strategies none,block,sqrt,selective,selective-attn,offload,budget --budgets 1.0,0.5,0.2,0.0 \
   --repeat 5 --time-budget 300 --json $(chart transformer.png) > "$DEST/transformer.json" || status=1
 
 echo "== transformer, GPT-2-small size: 12 layers, width 768, 12 heads, batch 8 x 1024 tokens"
-timeout 180 "$PY" -m demos.checkpoint --device cuda --model transformer --layers 12 --width 768 --heads 12 \
+timeout 150 "$PY" -m demos.checkpoint --device cuda --model transformer --layers 12 --width 768 --heads 12 \
   --batch 8 --tokens 1024 --strategies none,block,selective,selective-attn,offload,budget \
   --budgets 1.0,0.5,0.2,0.0 --repeat 3 --time-budget 500 --json $(chart gpt2-transformer.png) \
   > "$DEST/gpt2-transformer.json" || status=1
@@ -52,13 +52,13 @@ else
 fi
 
 echo "== pytest -m gpu"
-timeout 60 "$PY" -m pytest tests/demos -m gpu -q -p no:cacheprovider 2>&1 | tail -15 \
+timeout 45 "$PY" -m pytest tests/demos -m gpu -q -p no:cacheprovider 2>&1 | tail -15 \
   | tee "$DEST/pytest-gpu.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
 echo "== pytest -m gpu tests/facts (the question bank's facts that need a GPU)"
 # --confcutdir: only tests/facts/conftest.py, so the bot's own dependencies are not needed
-timeout 60 "$PY" -m pytest tests/facts -m gpu -q -rs -p no:cacheprovider --confcutdir tests/facts 2>&1 \
+timeout 45 "$PY" -m pytest tests/facts -m gpu -q -rs -p no:cacheprovider --confcutdir tests/facts 2>&1 \
   | tail -20 | tee "$DEST/pytest-gpu-facts.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
