@@ -5,14 +5,31 @@ the engine (the flags admins see in /config) and through `studybot questions ana
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import random
+from collections import defaultdict
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
-from bot.core.item_analysis import UNANSWERED, WRONG_KEY, ItemStats, analyse, from_kept, tally
+from bot.core.item_analysis import (
+    UNANSWERED,
+    WRONG_KEY,
+    AnswerRow,
+    ItemStats,
+    MemberPick,
+    TopThird,
+    analyse,
+    from_kept,
+    judge,
+    off_pool,
+    still_judged,
+    tally,
+)
 from bot.core.values import QuestionCard, SuggestionDecided, UserRef
 from bot.store.database import Database
 from bot.store.item_stats import member_picks
@@ -35,6 +52,10 @@ def file_texts(bank: Bank, question_id: str) -> tuple[list[str], str]:
     if question is None:
         return list(CHOICES), CHOICES[0]
     return [c.text for c in question.choices], question.choices[question.answer_index].text
+
+
+def click_once(engine: StudyEngine, round_id: int, click: tuple[str, int]) -> object:
+    return engine.answer(user(click[0]), round_id, click[1])
 
 
 def burst(engine: StudyEngine, bank: Bank, clock: FakeClock, seed: int) -> str:
@@ -65,10 +86,38 @@ def burst(engine: StudyEngine, bank: Bank, clock: FakeClock, seed: int) -> str:
                 clicks.append((name, rng.randrange(len(card.choices))))  # a second click changes nothing
         rng.shuffle(clicks)
         with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda click: engine.answer(user(click[0]), card.round_id, click[1]), clicks))
+            list(pool.map(functools.partial(click_once, engine, card.round_id), clicks))
         engine.close_round(card.round_id)
         clock.advance(days=1)
     return planted
+
+
+def top_third(question_id: str, picks: list[MemberPick], outside: dict[str, tuple[int, int]]) -> TopThird:
+    """A question's strongest third counted in Python from every member's picks, as the item
+    analysis ranks them (rest-score, then member key, then choice)."""
+    mine = [p for p in picks if p.question_id == question_id]
+    here: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for p in mine:
+        here[p.member][0] += p.answers
+        here[p.member][1] += p.correct
+    observed = []
+    for p in mine:
+        gone = outside.get(p.member, (0, 0))
+        n = p.member_answers - gone[0] - here[p.member][0]
+        if n > 0:
+            observed.append(((p.member_correct - gone[1] - here[p.member][1]) / n, p))
+    observed.sort(key=lambda item: (-item[0], item[1].member, item[1].choice))
+    top = math.ceil(sum(p.answers for _, p in observed) / 3)
+    counted: dict[int, int] = defaultdict(int)
+    left = top
+    for _, p in observed:
+        taken = min(left, p.answers)
+        counted[p.choice] += taken
+        left -= taken
+    width = max((p.choice for _, p in observed), default=-1) + 1
+    return TopThird(
+        question_id, top, tuple(counted[i] for i in range(width)), max((n for n, _ in here.values()), default=0)
+    )
 
 
 def compare(engine: StudyEngine) -> list[ItemStats]:
@@ -88,6 +137,14 @@ def compare(engine: StudyEngine) -> list[ItemStats]:
     assert sorted(picks, key=repr) == sorted(want_picks, key=repr)
     recount = analyse(rows, pool)
     assert from_kept(pool, counts, picks, discriminate=True) == recount
+    # The store's ranking (SQL) counts every question's top third as Python does.
+    pool_ids = {q.id for q in pool}
+    outside_ids = sorted({c.question_id for c in counts} - pool_ids)
+    outside = off_pool(p for p in picks if p.question_id in outside_ids)
+    with engine.store.read() as tx:
+        ranked = tx.item_top_thirds(config.id, sorted(pool_ids), outside_ids)
+    assert ranked == [top_third(qid, picks, outside) for qid in sorted(pool_ids)]
+    assert any(third.top >= 3 for third in ranked)
     flagged = {s.question_id for s in recount if set(s.flags) - {UNANSWERED}}
     alerts = engine.config(CLUB).alerts
     assert {q.id for q in pool if any(a.startswith(f"Question {q.id}:") for a in alerts)} == flagged
@@ -139,3 +196,70 @@ def test_questions_analysis_reads_the_kept_figures_and_recount_agrees(
     assert json.loads(kept.stdout) == json.loads(recount.stdout)
     items = json.loads(kept.stdout)  # the shipped bank's questions: the planted one was a member's
     assert items and all(item["answers"] > 0 and item["discrimination"] is not None for item in items)
+
+
+def drawn(rng: random.Random, strength: dict[str, float], planted: bool, member: str, qid: str) -> AnswerRow:
+    """One answer: on q0 the strong pick choice 2 if `planted` (the key is 0), else anyone guesses;
+    elsewhere right as often as the member is strong."""
+    if qid == "q0":
+        choice = 2 if planted and strength[member] > 0.6 else rng.choice([0, 1, 2, 3])
+        return AnswerRow(qid, member, choice, choice == 0)
+    right = rng.random() < strength[member]
+    return AnswerRow(qid, member, 0 if right else rng.randrange(1, 4), right)
+
+
+def test_a_verdict_kept_is_only_reused_while_no_answer_since_could_change_it() -> None:
+    """`still_judged` against the truth: random answer sets with a wrong key planted or not,
+    then answers one at a time; whenever it says the verdict read earlier still holds, ranking
+    every member again gives that verdict. It says so for some, and not for all."""
+    rng = random.Random(7)
+    reused = refused = 0
+    for trial in range(60):
+        members = [f"m{i:03}" for i in range(rng.randrange(30, 120))]
+        strength = {m: rng.random() for m in members}
+        questions = [f"q{i}" for i in range(6)]
+        planted = trial % 2 == 0  # on q0, the strong pick choice 2 though the key is 0
+
+        rows = [drawn(rng, strength, planted, m, q) for m in members for q in questions if rng.random() < 0.9]
+        before = top_third("q0", tally(rows)[1], {})
+        verdict = judge(before.picks, before.top, 0, 4)
+        for changes in range(1, 40):
+            rows.append(drawn(rng, strength, planted, rng.choice(members), rng.choice(questions)))
+            here = sum(1 for r in rows[-changes:] if r.question_id == "q0")
+            now = top_third("q0", tally(rows)[1], {})
+            if still_judged(before, 0, 4, changes, here):
+                reused += 1
+                assert judge(now.picks, now.top, 0, 4) == verdict, (trial, changes)
+            else:
+                refused += 1
+    assert reused and refused
+
+
+def test_the_engine_reads_the_top_thirds_again_only_when_an_answer_could_change_them(
+    engine: StudyEngine, test_bank: Bank, clock: FakeClock
+) -> None:
+    """The engine remembers the top thirds it read: asked again with nothing answered since, it
+    reads none; after a /forget-me it reads them again; its flags equal the recount's."""
+    engine.config(CLUB, "channel", "console")
+    reads: list[list[str]] = []
+    real = SqlTx.item_top_thirds
+
+    def counted(tx: SqlTx, community_id: int, question_ids: Iterable[str], outside: Iterable[str]) -> list[TopThird]:
+        wanted = sorted(question_ids)
+        reads.append(wanted)
+        return real(tx, community_id, wanted, outside)
+
+    SqlTx.item_top_thirds = counted  # type: ignore[method-assign]
+    try:
+        planted = burst(engine, test_bank, clock, seed=5)
+        alerts = engine.config(CLUB).alerts
+        assert reads and planted in reads[-1]
+        first = len(reads)
+        assert engine.config(CLUB).alerts == alerts  # nothing answered since: nothing read again
+        assert len(reads) == first
+        engine.forget_me(user(sorted(STRONG)[0]), confirm=True)
+        engine.config(CLUB)
+        assert len(reads) == first + 1
+    finally:
+        SqlTx.item_top_thirds = real  # type: ignore[method-assign]
+    compare(engine)

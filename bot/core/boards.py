@@ -14,7 +14,7 @@ from bot.core.calibration import calibration
 from bot.core.community import CommunityConfig
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput
-from bot.core.item_analysis import UNANSWERED, ItemStats, from_kept, wanted_picks
+from bot.core.item_analysis import UNANSWERED, ItemStats, TopThirds, flags_kept, wanted_picks
 from bot.core.ports import StoreTx
 from bot.core.streak_repair import StreakState
 from bot.core.text import clean_name
@@ -123,16 +123,25 @@ class BoardsMixin(EngineBase):
     def _flagged(self, tx: StoreTx, community_id: int) -> list[ItemStats]:
         """The community's questions the item analysis flags (a likely wrong key, too easy, a
         distractor nobody picks), from its members' answers; unanswered ones are not news.
-        It reads the figures kept with every answer: a few rows, and the members' picks of
-        only the questions few get right (bot/core/item_analysis.py)."""
+        It reads the figures kept with every answer (a few rows) and, for the questions few get
+        right, their strongest third counted in the store, again only where the answers since
+        the last read could have changed the verdict (bot/core/item_analysis.py)."""
         found = []
         questions = self._pool(tx, community_id)
         ratings = self.difficulty(questions, tx.question_ratings(q.id for q in questions))
+        changed = tx.item_changed(community_id)  # before the counts: a later change is seen as one
         counts = tx.item_counts(community_id)
         wanted = wanted_picks(questions, counts)
-        outside = sorted({c.question_id for c in counts} - {q.id for q in questions}) if wanted else []
-        picks = tx.item_picks(community_id, [*wanted, *outside])
-        for stats in from_kept(questions, counts, picks, ratings=ratings):
+        memo: TopThirds | None = self.__dict__.get("_top_thirds")
+        if memo is None:
+            memo = self.__dict__["_top_thirds"] = TopThirds()
+        thirds, stale = memo.take(community_id, questions, changed, counts, wanted)
+        if stale:
+            outside = sorted({c.question_id for c in counts} - {q.id for q in questions})
+            read = tx.item_top_thirds(community_id, stale, outside)
+            memo.put(community_id, questions, changed, counts, read)
+            thirds.update((third.question_id, third) for third in read)
+        for stats in flags_kept(questions, counts, thirds, ratings=ratings):
             flags = tuple(flag for flag in stats.flags if flag != UNANSWERED)
             if flags:
                 found.append(replace(stats, flags=flags))

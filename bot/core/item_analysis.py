@@ -29,18 +29,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from bot.core.bank import Question
-from bot.core.records import AnswerRow, ChoiceCount, MemberPick
+from bot.core.records import AnswerRow, ChoiceCount, MemberPick, TopThird
 
 __all__ = [
     "AnswerRow",
     "ChoiceCount",
     "ItemStats",
     "MemberPick",
+    "TopThird",
+    "TopThirds",
     "analyse",
     "analyse_kept",
+    "flags_kept",
     "from_kept",
     "off_pool",
+    "judge",
     "point_biserial",
+    "still_judged",
     "tally",
     "wanted_picks",
 ]
@@ -233,6 +238,7 @@ def _item(
     picks: Sequence[MemberPick] | None,
     outside: Mapping[str, tuple[int, int]],
     min_answers: int,
+    third: TopThird | None = None,
 ) -> ItemStats:
     key = question.answer_index
     width = len(question.choices)
@@ -271,7 +277,12 @@ def _item(
     suspect: int | None = None
     dead: tuple[int, ...] = ()
     if answers >= min_answers:
-        suspect = _suspect_choice(observed, key, width) if share <= WRONG_KEY_MAX_SHARE else None
+        if share > WRONG_KEY_MAX_SHARE:
+            suspect = None
+        elif third is not None:
+            suspect = judge(third.picks, third.top, key, width)
+        else:
+            suspect = _suspect_choice(observed, key, width)
         if suspect is not None:
             flags.append(WRONG_KEY)
         if share >= TOO_EASY_SHARE:
@@ -287,18 +298,145 @@ def _suspect_choice(observed: list[tuple[float, MemberPick]], key: int, width: i
     ahead of the key, if any."""
     size = sum(pick.answers for _, pick in observed)
     top = math.ceil(size / 3)
-    if top < WRONG_KEY_MIN_TOP:
-        return None
     picks = [0] * width
     left = top
     for _, pick in observed:
+        if not left:
+            break
         taken = min(left, pick.answers)
         if 0 <= pick.choice < width:
             picks[pick.choice] += taken
         left -= taken
-        if not left:
-            break
-    best = max((i for i in range(width) if i != key), key=lambda i: picks[i])
-    if picks[best] >= WRONG_KEY_TOP_SHARE * top and picks[best] > picks[key]:
+    return judge(picks, top, key, width)
+
+
+def judge(picks: Sequence[int], top: int, key: int, width: int) -> int | None:
+    """The wrong-key verdict from the strongest third's `top` answers and their `picks` per
+    choice: the wrong choice most of them pick, when it is at least half of them and ahead of
+    the key; None otherwise."""
+    if top < WRONG_KEY_MIN_TOP:
+        return None
+    counted = [picks[i] if i < len(picks) else 0 for i in range(width)]
+    best = max((i for i in range(width) if i != key), key=lambda i: counted[i])
+    if counted[best] >= WRONG_KEY_TOP_SHARE * top and counted[best] > counted[key]:
         return best
     return None
+
+
+def still_judged(third: TopThird, key: int, width: int, changes: int, here: int) -> bool:
+    """Whether `judge`'s verdict on `third` is sure to be the same after `changes` more
+    answers in the community, `here` of them to this question, and nothing else changed.
+
+    One answer moves one member in the ranking (or adds one answer to it), so it moves each
+    choice's count in the top third by at most twice that member's answers to the question,
+    and the top's size by at most those answers; a member gives the question at most
+    `heaviest` + `here` answers. The verdict holds if no count within those bounds could
+    change it."""
+    if changes < 0 or here < 0:  # fewer answers than then: something took some out
+        return False
+    if changes == 0:
+        return True
+    moved = changes * (third.heaviest + here)
+    spread = 2 * moved
+    picks = [third.picks[i] if i < len(third.picks) else 0 for i in range(width)]
+    if third.top - moved < WRONG_KEY_MIN_TOP:
+        return False
+    wrong = [i for i in range(width) if i != key]
+    suspect = judge(picks, third.top, key, width)
+    if suspect is None:
+        least_top = WRONG_KEY_TOP_SHARE * (third.top - moved)
+        return all(picks[i] + spread < least_top or picks[i] + spread <= picks[key] - spread for i in wrong)
+    low = picks[suspect] - spread
+    return (
+        low >= WRONG_KEY_TOP_SHARE * (third.top + moved)
+        and low > picks[key] + spread
+        and all(picks[i] + spread < low for i in wrong if i != suspect)
+    )
+
+
+def flags_kept(
+    questions: Sequence[Question],
+    counts: Iterable[ChoiceCount],
+    thirds: Mapping[str, TopThird],
+    min_answers: int = MIN_ANSWERS,
+    ratings: Mapping[str, float] | None = None,
+) -> list[ItemStats]:
+    """Stats and flags from the kept counts and, for `wanted_picks`'s questions, their top
+    thirds as the store ranks them (`thirds`): the same flags as `analyse`, without the
+    discrimination (None: it needs every member's picks)."""
+    per_question: dict[str, list[ChoiceCount]] = defaultdict(list)
+    for count in counts:
+        per_question[count.question_id].append(count)
+    items = [_item(q, per_question.get(q.id, []), None, {}, min_answers, thirds.get(q.id)) for q in questions]
+    if ratings is None:
+        return items
+    return [replace(item, difficulty=ratings.get(item.question_id)) for item in items]
+
+
+class TopThirds:
+    """The top thirds last read, per community, with what the community's kept figures were
+    then: read again only for the questions whose verdict a later answer could have changed
+    (`still_judged`), all of them after a /forget-me or a rebuild (a new `changed` token) or
+    when the pool changed. Not locked: two threads may both read, and the later one stays."""
+
+    def __init__(self) -> None:
+        # community -> (pool, changed token, question -> (third, community answers, question answers))
+        self._kept: dict[
+            int, tuple[tuple[tuple[str, int, int], ...], str | None, dict[str, tuple[TopThird, int, int]]]
+        ] = {}
+
+    def take(
+        self,
+        community_id: int,
+        questions: Sequence[Question],
+        changed: str | None,
+        counts: Sequence[ChoiceCount],
+        wanted: Iterable[str],
+    ) -> tuple[dict[str, TopThird], list[str]]:
+        """The thirds of `wanted` still good, and the questions to read again."""
+        pool, answered, total = _pool_key(questions), _answers(counts), sum(c.answers for c in counts)
+        kept = self._kept.get(community_id)
+        good: dict[str, TopThird] = {}
+        stale: list[str] = []
+        by_id = {q.id: q for q in questions}
+        for qid in wanted:
+            found = kept[2].get(qid) if kept and kept[0] == pool and kept[1] == changed else None
+            question = by_id[qid]
+            if found is not None and still_judged(
+                found[0],
+                question.answer_index,
+                len(question.choices),
+                total - found[1],
+                answered.get(qid, 0) - found[2],
+            ):
+                good[qid] = found[0]
+            else:
+                stale.append(qid)
+        return good, stale
+
+    def put(
+        self,
+        community_id: int,
+        questions: Sequence[Question],
+        changed: str | None,
+        counts: Sequence[ChoiceCount],
+        read: Iterable[TopThird],
+    ) -> None:
+        """Remember thirds read with these kept `counts` (read before them, in the same unit of work)."""
+        pool, answered, total = _pool_key(questions), _answers(counts), sum(c.answers for c in counts)
+        kept = self._kept.get(community_id)
+        entries = dict(kept[2]) if kept and kept[0] == pool and kept[1] == changed else {}
+        for third in read:
+            entries[third.question_id] = (third, total, answered.get(third.question_id, 0))
+        self._kept[community_id] = (pool, changed, entries)
+
+
+def _pool_key(questions: Sequence[Question]) -> tuple[tuple[str, int, int], ...]:
+    return tuple(sorted((q.id, q.answer_index, len(q.choices)) for q in questions))
+
+
+def _answers(counts: Iterable[ChoiceCount]) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for count in counts:
+        out[count.question_id] += count.answers
+    return out

@@ -6,17 +6,28 @@ Choices are in the bank file's order. SqlTx inherits ItemStatsQueries."""
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import datetime, timezone
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, Table, bindparam, func, select
+from sqlalchemy import Connection, String, Table, bindparam, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
-from bot.core.records import AnswerRow, ChoiceCount, MemberPick
+from bot.core.records import AnswerRow, ChoiceCount, MemberPick, TopThird
 from bot.store import fast
-from bot.store.tables import Answer, Community, ItemCount, ItemMember, ItemPick, QuestionRating, Round
+from bot.store.tables import (
+    Answer,
+    Community,
+    ItemCount,
+    ItemMember,
+    ItemPick,
+    PlatformState,
+    QuestionRating,
+    Round,
+)
 
 answers: Table = Answer.__table__  # type: ignore[attr-defined]
 rounds: Table = Round.__table__  # type: ignore[attr-defined]
@@ -24,6 +35,7 @@ communities: Table = Community.__table__  # type: ignore[attr-defined]
 item_counts: Table = ItemCount.__table__  # type: ignore[attr-defined]
 item_picks: Table = ItemPick.__table__  # type: ignore[attr-defined]
 item_members: Table = ItemMember.__table__  # type: ignore[attr-defined]
+platform_state: Table = PlatformState.__table__  # type: ignore[attr-defined]
 SLOTS = 8  # rows per question and choice: concurrent answers to one round lock different ones
 # Rounds that show their choices shuffled store the order drawn ("2,0,3,1": the first shown choice
 # is the bank's third) and answers store the shown index; older rounds show the file order.
@@ -73,7 +85,8 @@ def question_ratings(conn: Connection) -> dict[str, float]:
     """The rating each answered question has earned (bot/core/rating.py); the core gives an
     unanswered one its level's starting value."""
     table: Table = QuestionRating.__table__  # type: ignore[attr-defined]
-    return {row.question_id: float(row.rating) for row in conn.execute(select(table.c.question_id, table.c.rating))}
+    query = select(table.c.question_id, func.sum(table.c.rating)).group_by(table.c.question_id)  # its rows' sum
+    return {str(qid): float(rating) for qid, rating in conn.execute(query)}
 
 
 # ------------------------------------------------------------------ kept per answer
@@ -126,6 +139,8 @@ def forget_member(conn: Connection, member_id: int) -> None:
         .order_by(item_picks.c.question_id, item_picks.c.choice)  # one lock order for every forget
     ).all()
     slot = member_id % SLOTS
+    for scope in sorted({row.community_id for row in found}):
+        mark_changed(conn, scope)
     for row in found:
         conn.execute(
             item_counts.update()
@@ -151,6 +166,7 @@ def rebuild(conn: Connection, community_id: int | None = None) -> int:
     )
     counted = 0
     for scope in scopes:
+        mark_changed(conn, scope)
         for table in (item_counts, item_picks, item_members):
             conn.execute(table.delete().where(table.c.community_id == scope))
         rows = answer_rows(conn, community_id=scope)
@@ -185,6 +201,30 @@ def rebuild(conn: Connection, community_id: int | None = None) -> int:
                 ],
             )
     return counted
+
+
+def _changes_key(community_id: int) -> str:
+    return f"item-figures-changed:{community_id}"
+
+
+def mark_changed(conn: Connection, community_id: int) -> None:
+    """Record that a community's kept figures changed other than by one more answer (a
+    /forget-me, a rebuild): a new token, so that a verdict remembered before is not reused."""
+    stmt = (sqlite if conn.dialect.name == "sqlite" else postgresql).insert(platform_state)
+    values = {"key": _changes_key(community_id), "value": uuid.uuid4().hex, "updated_at": datetime.now(timezone.utc)}
+    conn.execute(
+        stmt.values(**values).on_conflict_do_update(
+            index_elements=["key"], set_={"value": stmt.excluded.value, "updated_at": stmt.excluded.updated_at}
+        )
+    )
+
+
+def changed_token(conn: Connection, community_id: int) -> str | None:
+    """The token `mark_changed` last wrote for the community (None before any)."""
+    found = conn.execute(
+        select(platform_state.c.value).where(platform_state.c.key == _changes_key(community_id))
+    ).scalar()
+    return None if found is None else str(found)
 
 
 # ------------------------------------------------------------------ read
@@ -244,6 +284,87 @@ def member_picks(conn: Connection, community_id: int, question_ids: Iterable[str
     ]
 
 
+# One question's members ranked by rest-score (their accuracy on the other questions still in
+# the pool), strongest first, ties by member key as text then choice, as bot/core/item_analysis.py
+# ranks them; the first third of the answers (rounded up) counted per choice, the boundary
+# member's answers taken in part. Every figure is an integer but the rest-score, a double
+# divided as Python divides.
+_TOP_THIRDS = """
+WITH here AS (
+  SELECT member_id, question_id, SUM(answers) AS n, SUM(correct) AS r FROM item_picks
+  WHERE community_id = :community_id AND question_id IN :wanted AND answers > 0
+  GROUP BY member_id, question_id
+), gone AS (
+  SELECT member_id, SUM(answers) AS n, SUM(correct) AS r FROM item_picks
+  WHERE community_id = :community_id AND question_id IN :outside AND answers > 0
+  GROUP BY member_id
+), observed AS (
+  SELECT p.question_id, p.member_id, p.choice, p.answers,
+    CAST(m.correct - COALESCE(g.r, 0) - h.r AS {real}) / (m.answers - COALESCE(g.n, 0) - h.n) AS rest
+  FROM item_picks p
+  JOIN here h ON h.member_id = p.member_id AND h.question_id = p.question_id
+  JOIN item_members m ON m.member_id = p.member_id
+  LEFT JOIN gone g ON g.member_id = p.member_id
+  WHERE p.community_id = :community_id AND p.question_id IN :wanted AND p.answers > 0
+    AND m.answers - COALESCE(g.n, 0) - h.n > 0
+), ranked AS (
+  SELECT question_id, choice, answers,
+    SUM(answers) OVER (
+      PARTITION BY question_id ORDER BY rest DESC, CAST(member_id AS {text}) {collate}, choice ROWS UNBOUNDED PRECEDING
+    ) - answers AS before,
+    (SUM(answers) OVER (PARTITION BY question_id) + 2) / 3 AS top
+  FROM observed
+)
+SELECT r.question_id, r.choice, MAX(r.top) AS top,
+  SUM(CASE WHEN r.before < r.top THEN {least}(r.answers, r.top - r.before) ELSE 0 END) AS taken
+FROM ranked r GROUP BY r.question_id, r.choice
+"""
+_HEAVIEST = """
+SELECT question_id, MAX(n) FROM (
+  SELECT member_id, question_id, SUM(answers) AS n FROM item_picks
+  WHERE community_id = :community_id AND question_id IN :wanted GROUP BY member_id, question_id
+) AS per_member GROUP BY question_id
+"""
+
+
+@cache
+def _top_statements(dialect: str) -> tuple[Any, Any]:
+    if dialect == "postgresql":
+        sql = _TOP_THIRDS.format(real="DOUBLE PRECISION", text="TEXT", collate='COLLATE "C"', least="LEAST")
+    else:
+        sql = _TOP_THIRDS.format(real="REAL", text="TEXT", collate="", least="MIN")
+    expanding = (
+        bindparam("wanted", type_=String(), expanding=True),
+        bindparam("outside", type_=String(), expanding=True),
+    )
+    return text(sql).bindparams(*expanding), text(_HEAVIEST).bindparams(expanding[0])
+
+
+def top_thirds(
+    conn: Connection, community_id: int, question_ids: Iterable[str], outside: Iterable[str] = ()
+) -> list[TopThird]:
+    """For each of these questions, its strongest third of answers counted per choice, ranked
+    in SQL: a few rows a question. `outside`: the answered questions no longer in the pool,
+    left out of the rest-scores. A question nobody has a rest-score on gets top 0."""
+    wanted = sorted(set(question_ids))
+    if not wanted:
+        return []
+    ranked, heaviest = _top_statements(conn.dialect.name)
+    found: dict[str, tuple[int, dict[int, int]]] = {}
+    values = {"community_id": community_id, "wanted": wanted, "outside": sorted(set(outside))}
+    for question_id, choice, top, taken in conn.execute(ranked, values):
+        entry = found.setdefault(question_id, (int(top), {}))
+        entry[1][int(choice)] = int(taken)
+    most = {q: int(n) for q, n in conn.execute(heaviest, {"community_id": community_id, "wanted": wanted})}
+    out = []
+    for question_id in wanted:
+        top, per_choice = found.get(question_id, (0, {}))
+        width = max(per_choice, default=-1) + 1
+        picks = tuple(per_choice.get(i, 0) for i in range(max(width, 0)))
+        out.append(TopThird(question_id, top, picks, most.get(question_id, 0)))
+    return out
+
+
 class ItemStatsQueries:
     """The item analysis's part of one transaction's queries."""
 
@@ -254,6 +375,12 @@ class ItemStatsQueries:
 
     def item_picks(self, community_id: int, question_ids: Iterable[str]) -> list[MemberPick]:
         return member_picks(self.conn, community_id, question_ids)
+
+    def item_top_thirds(self, community_id: int, question_ids: Iterable[str], outside: Iterable[str]) -> list[TopThird]:
+        return top_thirds(self.conn, community_id, question_ids, outside)
+
+    def item_changed(self, community_id: int) -> str | None:
+        return changed_token(self.conn, community_id)
 
 
 def kept_figures(
