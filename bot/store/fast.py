@@ -44,7 +44,8 @@ class Prepared:
         self.defaults: dict[int, Callable[[Any], Any]] = {}
         if column_keys is not None:  # an INSERT: columns not given take their Python-side default
             for i, name in enumerate(names):
-                default = stmt.table.c[name].default if name not in column_keys else None
+                column = stmt.table.c.get(name)  # not a column: a literal or a CTE's parameter
+                default = column.default if column is not None and name not in column_keys else None
                 if default is None:
                     continue
                 needed[i] = False

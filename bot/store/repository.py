@@ -27,7 +27,7 @@ from bot.core.records import (
     SuggestionRecord,
 )
 from bot.core.values import CommunityRef
-from bot.store import confidence, fast, fsrs, item_stats, statements
+from bot.store import confidence, fast, fsrs, item_stats, question_ratings, statements
 from bot.store.communities import CommunityQueries
 from bot.store.communities import community_config as _config
 from bot.store.dailies import DailyBatchQueries
@@ -47,7 +47,6 @@ from bot.store.tables import (
     Outbox,
     PlatformEvent,
     PlatformState,
-    QuestionRating,
     Review,
     Round,
     Suggestion,
@@ -1186,16 +1185,7 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
 
     def question_ratings(self, question_ids: Iterable[str] | None = None) -> dict[str, tuple[float, int]]:
         """Questions' difficulty ratings: (rating, answers); every rated one without ids."""
-        if question_ids is not None:
-            wanted = list(question_ids)
-            if len(wanted) == 1:  # the answer hot path: one prepared statement
-                found = fast.rows(self.conn, statements.question_rating(), {"question_id": wanted[0]})
-                return {wanted[0]: (float(found[0][0]), int(found[0][1]))} if found else {}
-            question_ids = wanted
-        query = select(col(QuestionRating.question_id), col(QuestionRating.rating), col(QuestionRating.answers))
-        if question_ids is not None:
-            query = query.where(col(QuestionRating.question_id).in_(list(question_ids)))
-        return {qid: (float(rating), int(answers)) for qid, rating, answers in self.conn.execute(query).all()}
+        return question_ratings.read(self.conn, question_ids)
 
     def bump_member_rating(self, member_id: int, topic: str, start: float, delta: float) -> None:
         """Add `delta` to a member's rating (created at `start`), counting one more answer."""
@@ -1214,12 +1204,9 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
 
     def bump_question_rating(self, question_id: str, start: float, delta: float) -> None:
         """Add `delta` to a question's difficulty (created at `start`), in place, so that
-        concurrent answers in other communities add up rather than overwrite each other."""
-        fast.rows(
-            self.conn,
-            statements.bump_question_rating(self.dialect),
-            {"question_id": question_id, "rating": start + delta, "answers": 1, "delta": delta, "counted": 1},
-        )
+        concurrent answers in other communities add up rather than overwrite each other (on
+        PostgreSQL in one of a few rows, so that they do not queue on one lock)."""
+        question_ratings.bump(self.conn, question_id, start, delta)
 
     def seen_since(self, member_id: int, since: datetime) -> set[str]:
         """The questions a member answered, or was given privately, since `since`."""

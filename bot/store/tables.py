@@ -269,11 +269,13 @@ class MemberRating(SQLModel, table=True):
 
 class QuestionRating(SQLModel, table=True):
     """A question's difficulty (Elo, logits), learnt from every answer in every community: the
-    one difficulty number practice, the item analysis and the CLI use."""
+    one difficulty number practice, the item analysis and the CLI use. The sum of its rows:
+    slot 0 holds the start, the others (PostgreSQL) changes only (bot/store/question_ratings.py)."""
 
     __tablename__ = "question_ratings"
 
     question_id: str = Field(max_length=60, primary_key=True)
+    slot: int = Field(default=0, primary_key=True)
     rating: float
     answers: int
 
