@@ -144,9 +144,7 @@ async def test_errors_come_back_to_their_caller_and_the_bridge_keeps_serving() -
         await bridge.run(broken)
     # a Future refuses StopIteration itself: it still comes back, as a RuntimeError, and the
     # calls finished beside it are answered
-    outcomes = await asyncio.gather(
-        bridge.run(stops), *(bridge.run(int, i) for i in range(50)), return_exceptions=True
-    )
+    outcomes = await asyncio.gather(bridge.run(stops), *(bridge.run(int, i) for i in range(50)), return_exceptions=True)
     assert isinstance(outcomes[0], RuntimeError) and isinstance(outcomes[0].__cause__, StopIteration)
     assert outcomes[1:] == list(range(50))
     assert await bridge.call(refused) == Problem("Choose one of A, B.")
@@ -488,3 +486,75 @@ def test_a_write_on_a_connection_a_read_used_is_still_one_transaction(postgres_d
             conn.execute(text("INSERT INTO notes (body) VALUES ('half')"))
             raise LookupError("the unit fails after its first statement")
     assert notes(db) == []
+
+
+# ------------------------------------------------------------ question ratings' rows
+
+
+def shown_right(bank: Bank, card: QuestionCard) -> int:
+    question = bank.get(card.question_id)
+    assert question is not None
+    return card.choices.index(question.choices[question.answer_index].text)
+
+
+async def test_a_question_rating_is_its_start_plus_every_answers_change(engine: StudyEngine, test_bank: Bank) -> None:
+    """However its rows are spread, a question's rating is the Elo replay of its answers, and
+    answers given at once are each counted."""
+    from bot.core import rating as elo
+    from bot.store.item_stats import question_ratings as analysis_ratings
+
+    card = open_round(engine)
+    question = test_bank.get(card.question_id)
+    assert question is not None
+    right = shown_right(test_bank, card)
+    replay = elo.Rating(elo.start_difficulty(question.difficulty), 0)
+    for i in range(40):
+        correct = i % 3 == 0
+        choice = right if correct else (right + 1) % len(card.choices)
+        assert isinstance(engine.answer(user(f"r{i}"), card.round_id, choice), AnswerFeedback)
+        change = elo.update(elo.Rating(0.0, 0), elo.Rating(0.0, 0), replay, correct)
+        replay = elo.Rating(replay.value + change.difficulty, replay.answers + 1)
+    with engine.store.read() as tx:
+        one = tx.question_ratings((question.id,))
+        every = tx.question_ratings()
+    assert list(one) == list(every) == [question.id]
+    for value, answers in (one[question.id], every[question.id]):
+        assert value == pytest.approx(replay.value)
+        assert answers == 40
+    store = engine.store
+    assert isinstance(store, SqlStore)
+    with store.db.read() as conn:
+        assert analysis_ratings(conn) == {question.id: pytest.approx(replay.value)}
+
+    bridge = Bridge(threads=8)
+    burst = await asyncio.gather(*(bridge.call(engine.answer, user(f"b{i}"), card.round_id, i % 3) for i in range(60)))
+    assert all(isinstance(a, AnswerFeedback) for a in burst)
+    with engine.store.read() as tx:
+        assert tx.question_ratings((question.id,))[question.id][1] == 100
+    bridge.close()
+
+
+def test_an_older_database_keeps_its_question_ratings_through_the_upgrade(tmp_path: Path) -> None:
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine
+
+    from bot.store.database import migrations_dir, upgrade
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.set_main_option("sqlalchemy.url", url)
+    command.upgrade(config, "0015")
+    old = create_engine(url)
+    with old.begin() as conn:
+        conn.execute(text("INSERT INTO question_ratings (question_id, rating, answers) VALUES ('q-old', 0.75, 12)"))
+    old.dispose()
+    upgrade(url)
+    db = Database(url)
+    with db.read() as conn:
+        from bot.store.question_ratings import read
+
+        assert read(conn, ["q-old"]) == {"q-old": (0.75, 12)}
+        assert read(conn) == {"q-old": (0.75, 12)}
+    db.dispose()
