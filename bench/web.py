@@ -54,9 +54,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def fill(path: Path, members: int, answers: int, question_ids: list[str], hard_share: float) -> int:
+def fill(
+    path: Path, members: int, answers: int, question_ids: list[str], hard_share: float, confident_share: float
+) -> int:
     """Bulk-load the community; returns its id. Every round is closed (its question revealed).
-    One round in 1/hard_share asks a hard question (30% right, not 60%)."""
+    One round in 1/hard_share asks a hard question (30% right, not 60%); confident_share of the
+    answers say how sure (sure 60% of those), which the admin page's calibration counts."""
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=OFF")
@@ -101,9 +104,10 @@ def fill(path: Path, members: int, answers: int, question_ids: list[str], hard_s
     every = round(1 / hard_share) if hard_share > 0 else 0
     written = 0
     batch: list[tuple[Any, ...]] = []
+    said = random.Random(14)  # who said how sure: its own stream, so the answers are as before
     insert = (
-        "INSERT INTO answers (round_id, member_id, community_id, kind, choice, correct, points, answered_at, week) "
-        "VALUES (?,?,?,?,?,?,?,?,?)"
+        "INSERT INTO answers (round_id, member_id, community_id, kind, choice, correct, points, answered_at, week, "
+        "confidence) VALUES (?,?,?,?,?,?,?,?,?,?)"
     )
     for round_id, opened in conn.execute(
         "SELECT id, opened_at FROM rounds WHERE community_id=? ORDER BY id", (community,)
@@ -115,8 +119,22 @@ def fill(path: Path, members: int, answers: int, question_ids: list[str], hard_s
             if written >= answers:
                 break
             correct = rng.random() < share
+            confidence = None
+            if said.random() < confident_share:
+                confidence = "sure" if said.random() < 0.6 else "unsure"
             batch.append(
-                (round_id, member, community, "daily", rng.randrange(4), correct, 10 if correct else 0, opened, week)
+                (
+                    round_id,
+                    member,
+                    community,
+                    "daily",
+                    rng.randrange(4),
+                    correct,
+                    10 if correct else 0,
+                    opened,
+                    week,
+                    confidence,
+                )
             )
             written += 1
         if len(batch) >= 100_000:
@@ -180,6 +198,7 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--hard-share", type=float, default=0.1, help="share of rounds whose question few get right")
+    parser.add_argument("--confident-share", type=float, default=0.5, help="share of answers saying how sure")
     parser.add_argument("--weeks", type=int, default=100, help="weekly posts timed (one per ISO week)")
     parser.add_argument("--db", type=Path, help="keep the loaded database here and reuse it on the next run")
     args = parser.parse_args()
@@ -194,7 +213,9 @@ def main() -> None:
             community_id = sqlite3.connect(path).execute("SELECT id FROM communities").fetchone()[0]
         else:
             upgrade(url)
-            community_id = fill(path, args.members, args.answers, [q.id for q in bank.questions], args.hard_share)
+            community_id = fill(
+                path, args.members, args.answers, [q.id for q in bank.questions], args.hard_share, args.confident_share
+            )
         print(
             f"web page: {args.members:,} members, {args.answers:,} answers in one community "
             f"(loaded in {time.perf_counter() - t0:.1f} s), SQLite WAL, one keep-alive HTTP connection"

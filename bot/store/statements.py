@@ -18,7 +18,6 @@ from bot.store.tables import (
     ForgottenAnswer,
     Member,
     MemberRating,
-    QuestionRating,
     Review,
     Round,
     WeeklyPoints,
@@ -146,13 +145,6 @@ def member_ratings() -> Any:
 
 
 @cache
-def question_rating() -> Any:
-    """One question's difficulty rating, if it has one."""
-    table: Table = QuestionRating.__table__  # type: ignore[attr-defined]
-    return select(table.c.rating, table.c.answers).where(table.c.question_id == bindparam("question_id"))
-
-
-@cache
 def bump_member_rating(dialect: str) -> Any:
     """Create a member's rating at `rating` (the start plus this answer's change) with one
     answer, or add the change to the one there: one statement either way."""
@@ -160,17 +152,5 @@ def bump_member_rating(dialect: str) -> Any:
     stmt = _dialect(dialect).insert(table)
     return stmt.on_conflict_do_update(
         index_elements=["member_id", "topic"],
-        set_={"rating": table.c.rating + bindparam("delta"), "answers": table.c.answers + bindparam("counted")},
-    )
-
-
-@cache
-def bump_question_rating(dialect: str) -> Any:
-    """The same for a question's difficulty, added in place so that concurrent answers in
-    other communities add up rather than overwrite each other."""
-    table: Table = QuestionRating.__table__  # type: ignore[attr-defined]
-    stmt = _dialect(dialect).insert(table)
-    return stmt.on_conflict_do_update(
-        index_elements=["question_id"],
         set_={"rating": table.c.rating + bindparam("delta"), "answers": table.c.answers + bindparam("counted")},
     )

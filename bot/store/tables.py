@@ -85,6 +85,7 @@ class Answer(SQLModel, table=True):
         Index("ix_answers_week", "community_id", "week", "member_id", "points"),
         Index("ix_answers_member", "community_id", "member_id", "points"),
         Index("ix_answers_member_kind", "member_id", "kind", "correct"),
+        Index("ix_answers_confidence", "community_id", "confidence", "correct"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
