@@ -44,6 +44,8 @@ async def test_discord_sure_unsure_after_a_click_once(world: World) -> None:  # 
         # A confidence id the bot cannot read is answered as stale.
         fake.messages[feedback["id"]]["components"][0]["components"][0]["custom_id"] = "sb1:cf:x:s"
         stale = await fake.answered(await fake.click(feedback["id"], "sb1:cf:x:s", ALICE))
+        assert stale["flags"] & EPHEMERAL and text_of(stale) == wording.STALE_BUTTON
+        stale = await fake.answered(await fake.click(feedback["id"], "sb1:cf:x:s", ALICE))
         assert stale["flags"] & EPHEMERAL and stale["content"] == wording.STALE_BUTTON
         score = running.engine.score(UserRef("discord", world.guild, ALICE["id"], "alice"))
         assert score.calibration is not None and (score.calibration.sure.answered, score.total_points) == (1, 0)

@@ -8,15 +8,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from bot.core import choices as codec
 from bot.core import scoring
 from bot.core.bank import Question
 from bot.core.community import CommunityConfig
 from bot.core.engine_base import EngineBase
 from bot.core.records import NewDaily, NewPost
-from bot.core.rounds import low_bank_note
+from bot.core.rounds import daily_key, low_bank_note, new_daily
 from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, QuestionCard
 
 log = logging.getLogger(__name__)
@@ -55,7 +54,7 @@ class DailyBatchMixin(EngineBase):
                 if community is None:  # first use: created with the defaults, as open_daily does
                     community = configs[ref] = self._community(tx, channel)
                 day = scoring.local_date(now, community.timezone).isoformat()
-                asks.append((channel, late, community, day, f"{community.id}|{channel.channel_id}|{day}"))
+                asks.append((channel, late, community, day, daily_key(community.id, channel.channel_id, day)))
             existing = tx.daily_round_ids(key for *_, key in asks)
             fresh = {community.id for _, _, community, _, key in asks if key not in existing}
             with_own = tx.with_approved_questions(fresh)
@@ -75,17 +74,7 @@ class DailyBatchMixin(EngineBase):
                 asked = last_asked.setdefault(community.id, {})
                 question, unasked_left = self._pick_daily(community, own[community.id], asked)
                 asked[question.id] = now  # a second channel of the community picks as if after it
-                new = NewDaily(
-                    community_id=community.id,
-                    channel_id=channel.channel_id,
-                    question_id=question.id,
-                    local_date=day,
-                    daily_key=key,
-                    opened_at=now,
-                    closes_at=now + timedelta(hours=community.window_hours),
-                    late=late,
-                    choice_order=codec.format_order(codec.draw_order(len(question.choices))),
-                )
+                new = new_daily(community, channel.channel_id, question, day, now, late)
                 planned[key] = _Planned(index, channel, new, question, unasked_left)
             opened = tx.insert_dailies([plan.new for plan in planned.values()])
             rows = tx.rounds(opened.values())

@@ -17,7 +17,7 @@ from bot.core.community import CommunityConfig
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput, NotFound
 from bot.core.ports import StoreTx
-from bot.core.records import NewAnswer, RoundRecord
+from bot.core.records import NewAnswer, NewDaily, RoundRecord
 from bot.core.text import MAX_TEXT, clean_name, looks_like_letter, parse_choice
 from bot.core.timing import as_utc
 from bot.core.values import (
@@ -42,6 +42,28 @@ log = logging.getLogger(__name__)
 LOW_BANK = 7
 # How long a platform event id is remembered (Slack retries within minutes).
 EVENT_MEMORY = timedelta(days=1)
+
+
+def daily_key(community_id: int, channel_id: str, day: str) -> str:
+    """The key a channel's daily round of `day` is opened under, at most once."""
+    return f"{community_id}|{channel_id}|{day}"
+
+
+def new_daily(
+    community: CommunityConfig, channel_id: str, question: Question, day: str, now: datetime, late: bool
+) -> NewDaily:
+    """The daily round to open in a channel today, its choices' order drawn."""
+    return NewDaily(
+        community_id=community.id,
+        channel_id=channel_id,
+        question_id=question.id,
+        local_date=day,
+        daily_key=daily_key(community.id, channel_id, day),
+        opened_at=now,
+        closes_at=now + timedelta(hours=community.window_hours),
+        late=late,
+        choice_order=codec.format_order(codec.draw_order(len(question.choices))),
+    )
 
 
 def low_bank_note(unasked_left: int) -> str | None:
@@ -74,22 +96,12 @@ class RoundsMixin(EngineBase):
         with self.store.write() as tx:
             community = self._community(tx, channel)
             day = scoring.local_date(now, community.timezone).isoformat()
-            key = f"{community.id}|{channel.channel_id}|{day}"
+            key = daily_key(community.id, channel.channel_id, day)
             existing = tx.daily_round_id(key)
             if existing is not None:
                 return AlreadyOpen(round_id=existing, local_date=day)
             question, unasked_left = self._next_daily_question(tx, community)
-            row = tx.insert_daily(
-                community_id=community.id,
-                channel_id=channel.channel_id,
-                question_id=question.id,
-                local_date=day,
-                daily_key=key,
-                opened_at=now,
-                closes_at=now + timedelta(hours=community.window_hours),
-                late=late,
-                choice_order=codec.format_order(codec.draw_order(len(question.choices))),
-            )
+            row = tx.insert_daily(new_daily(community, channel.channel_id, question, day, now, late))
             if row is None:  # another process opened it between our read and write
                 return AlreadyOpen(round_id=tx.daily_round_id(key) or 0, local_date=day)
             tx.enqueue(community.id, channel.channel_id, "question", str(row.id), now)

@@ -22,6 +22,7 @@ from bot.core.records import (
     ConfidenceContext,
     DemoJobRecord,
     NewAnswer,
+    NewDaily,
     OutboxRecord,
     RoundRecord,
     SuggestionRecord,
@@ -215,36 +216,10 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
         ).all()
         return {question_id: moment for question_id, moment in rows}
 
-    def insert_daily(
-        self,
-        community_id: int,
-        channel_id: str,
-        question_id: str,
-        local_date: str,
-        daily_key: str,
-        opened_at: datetime,
-        closes_at: datetime,
-        late: bool,
-        choice_order: str,
-    ) -> RoundRecord | None:
+    def insert_daily(self, new: NewDaily) -> RoundRecord | None:
         """The new round, or None when another writer opened this key first."""
-        new_id = self.conn.execute(
-            insert_ignoring(self.conn, Round, ["daily_key"])
-            .values(
-                community_id=community_id,
-                channel_id=channel_id,
-                question_id=question_id,
-                kind="daily",
-                local_date=local_date,
-                daily_key=daily_key,
-                opened_at=opened_at,
-                closes_at=closes_at,
-                late=late,
-                choice_order=choice_order,
-            )
-            .returning(col(Round.id))
-        ).scalar()
-        return None if new_id is None else self.get_round(cast(int, new_id))
+        new_id = self.insert_dailies([new]).get(new.daily_key)
+        return None if new_id is None else self.get_round(new_id)
 
     def insert_private(
         self,
