@@ -374,6 +374,39 @@ async def test_dispose_closes_every_connection_of_the_database_file(
     assert db_files(path) == []
 
 
+def test_dispose_during_a_read_on_another_thread_leaves_that_read_to_finish_then_closes_it(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """A bot shutting down (or a test tearing down) while the deliverer reads: the read runs
+    to its end on its connection, which is closed once the read lets go of it."""
+    path = tmp_path / "studybot.db"
+    db = Database(sqlite_url)
+    inside, go, done = threading.Event(), threading.Event(), threading.Event()
+    results: list[object] = []
+
+    def reader() -> None:
+        try:
+            with db.read() as conn:
+                inside.set()
+                go.wait(DEADLINE)
+                results.append(conn.execute(text("SELECT count(*) FROM rounds")).scalar_one())
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            results.append(exc)
+        finally:
+            done.set()
+            go.wait(DEADLINE)  # stay alive past the check below
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    assert inside.wait(DEADLINE)
+    db.dispose()  # the held connection is in use: left to its read
+    go.set()
+    assert done.wait(DEADLINE)
+    assert results == [0]
+    assert db_files(path) == []  # closed when the read ended, its thread still alive
+    thread.join(DEADLINE)
+
+
 # --------------------------------------------------------------------------- fork
 
 

@@ -54,6 +54,8 @@ class HeldReaders:
         self._local = _Local()
         self._held: list[tuple[threading.Thread, Connection]] = []
         self._parents: list[Connection] = []
+        self._in_use: set[int] = set()  # ids of the held connections lent to a read right now
+        self._doomed: set[int] = set()  # of those, the ones close() left to their read to close
         self._lock = threading.Lock()
         after_fork(self, HeldReaders._forget)
 
@@ -62,6 +64,7 @@ class HeldReaders:
         self._lock = threading.Lock()
         self._parents = [conn for _, conn in self._held]  # kept from the garbage collector's close
         self._held = []
+        self._in_use, self._doomed = set(), set()
 
     def _take(self) -> Connection | None:
         local = self._local
@@ -78,6 +81,8 @@ class HeldReaders:
                 return None
             local.pid = os.getpid()
         local.busy = True
+        with self._lock:
+            self._in_use.add(id(conn))
         return conn
 
     def _connect(self) -> Connection | None:
@@ -124,11 +129,23 @@ class HeldReaders:
             raise
         finally:
             self._local.busy = False
+            with self._lock:
+                self._in_use.discard(id(conn))
+                doomed = id(conn) in self._doomed
+                self._doomed.discard(id(conn))
+            if doomed:  # close() came while this read ran: closed now that nothing uses it
+                self._local.conn = None
+                conn.invalidate()
+                conn.close()
 
     def close(self) -> None:
-        """Close every held connection (each thread opens a new one on its next read)."""
+        """Close every held connection (each thread opens a new one on its next read). One
+        that another thread is reading on is closed by that read when it ends: closing a
+        SQLite connection under a running statement crashes the process."""
         with self._lock:
             held, self._held = self._held, []
-        for _, conn in held:  # the driver's connection closed now, not left to the collector
+            idle = [conn for _, conn in held if id(conn) not in self._in_use]
+            self._doomed |= {id(conn) for _, conn in held if id(conn) in self._in_use}
+        for conn in idle:  # the driver's connection closed now, not left to the collector
             conn.invalidate()
             conn.close()
