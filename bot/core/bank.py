@@ -42,6 +42,8 @@ CHECK_RE = re.compile(r"^(?P<file>tests/facts/[A-Za-z0-9_/]+\.py)::(?P<test>[A-Z
 MAX_PROMPT = 300
 MAX_CHOICE = 80
 MIN_WHY = 40
+# A hint (optional) narrows the reasoning before an answer; shown in chat, so short.
+MIN_HINT, MAX_HINT = 20, 200
 MIN_CHOICES, MAX_CHOICES = 2, 5
 # Give-aways: the correct choice may be at most this many times the distractors' mean length,
 # and the strictly longest choice in at most this share of the bank (chance is 1 in 3 to 5).
@@ -61,7 +63,7 @@ REVIEWED_PAIRS = "reviewed-pairs.yaml"
 MIN_DISTINCT = 30
 
 TOP_KEYS = {"topic", "questions"}
-QUESTION_KEYS = {"id", "difficulty", "prompt", "choices", "trap", "explain", "refs", "check", "demo"}
+QUESTION_KEYS = {"id", "difficulty", "prompt", "choices", "trap", "explain", "hint", "refs", "check", "demo"}
 REQUIRED_KEYS = ("id", "difficulty", "prompt", "choices", "refs")
 CHOICE_KEYS = {"text", "correct", "why"}
 
@@ -86,6 +88,7 @@ class Question:
     check: str | None = None
     demo: str | None = None
     source: str = ""
+    hint: str | None = None
 
     @property
     def answer_index(self) -> int:
@@ -219,11 +222,14 @@ def _question(node: yaml.Node, topic: str, root: Path | None, out: _Collector) -
     if "choices" in entries:
         choices = _choices(entries["choices"][1], out)
     optional: dict[str, str | None] = {}
-    for key in ("trap", "explain", "demo"):
+    for key in ("trap", "explain", "demo", "hint"):
         optional[key] = None
         if key in entries:
             raw = _text(entries[key][1], key, out)
             optional[key] = " ".join(raw.split()) if raw else None
+    hint = optional["hint"]
+    if hint is not None and not MIN_HINT <= len(hint) <= MAX_HINT:
+        out.add(entries["hint"][1], f"hint is {len(hint)} characters; write {MIN_HINT} to {MAX_HINT}")
     if optional["demo"] is not None:
         problem = demo_problem(optional["demo"])
         if problem:
@@ -250,6 +256,10 @@ def _question(node: yaml.Node, topic: str, root: Path | None, out: _Collector) -
                 out.add(cnode, problem)
     if len(out.problems) > start:
         return None
+    if out.style and hint is not None:
+        giveaway = hint_giveaway(hint, prompt, choices)
+        if giveaway:
+            out.add_style(entries["hint"][1], giveaway)
     return Question(
         id=qid,
         topic=topic,
@@ -262,6 +272,7 @@ def _question(node: yaml.Node, topic: str, root: Path | None, out: _Collector) -
         check=check,
         demo=optional["demo"],
         source=f"{out.path}:{node.start_mark.line + 1}",
+        hint=hint,
     )
 
 
@@ -335,6 +346,35 @@ def _length_giveaway(lengths: list[tuple[int, bool, yaml.Node]], out: _Collector
             f"the correct choice is {right[0]} characters, {right[0] / mean:.2f}x the distractors' mean of "
             f"{mean:.0f}; the limit is {MAX_CORRECT_LENGTH_RATIO}x (its length gives it away)",
         )
+
+
+def distinctive_terms(prompt: str, choices: Sequence[Choice]) -> set[str]:
+    """The correct choice's words (as _terms() counts them) that no distractor and not the prompt
+    has: what would point at the key if anything else repeated it."""
+    right = next((c for c in choices if c.correct), None)
+    if right is None:
+        return set()
+    others: set[str] = set(_terms(prompt))
+    for choice in choices:
+        if not choice.correct:
+            others |= set(_terms(choice.text))
+    return set(_terms(right.text)) - others
+
+
+def hint_giveaway(hint: str, prompt: str, choices: Sequence[Choice]) -> str | None:
+    """Why a hint gives the key away, or None: it uses a word only the correct choice has, or it
+    names every word of the correct choice while naming no distractor whole."""
+    said = set(_terms(hint))
+    leaked = sorted(distinctive_terms(prompt, choices) & said)
+    if leaked:
+        words = ", ".join(f"'{w}'" for w in leaked)
+        return f"the hint uses {words}, which only the correct choice has (it gives the key away)"
+    right = next((c for c in choices if c.correct), None)
+    key = set(_terms(right.text)) if right is not None else set()
+    named = [set(_terms(c.text)) <= said for c in choices if not c.correct]
+    if key and key <= said and not any(named):
+        return "the hint names the correct choice and no other (it gives the key away)"
+    return None
 
 
 def demo_problem(field: str) -> str | None:
