@@ -12,6 +12,29 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Link secrets the docs have shown as examples (docs/web.md once used change-me): whoever read
+# them can forge links, so the bot refuses them whatever their length.
+WEB_SECRET_EXAMPLES = ("change-me", "changeme", "secret", "your-secret-here", "test-web-secret-not-for-production")
+WEB_SECRET_MIN_BYTES = 32
+WEB_SECRET_HOWTO = 'python -c "import secrets; print(secrets.token_urlsafe(32))"'
+
+
+def web_secret_problem(secret: str) -> str | None:
+    """Why a link secret is too weak to sign with (in words that finish "is not valid: ..."),
+    or None. The secret itself is never part of the words."""
+    if not secret:
+        return None  # blank means unset: the page serves public communities only
+    if secret.strip().lower() in WEB_SECRET_EXAMPLES:
+        return f"it is an example from the docs, which anyone can read: generate one with {WEB_SECRET_HOWTO}"
+    size = len(secret.encode())
+    if size < WEB_SECRET_MIN_BYTES:
+        return (
+            f"it is {size} bytes long and must be at least {WEB_SECRET_MIN_BYTES}, "
+            f"or links can be forged: generate one with {WEB_SECRET_HOWTO}"
+        )
+    return None
+
+
 class Settings(BaseSettings):
     # env_ignore_empty: a blank line copied from .env.example (SLACK_BOT_TOKEN=) means "not set".
     model_config = SettingsConfigDict(env_prefix="STUDYBOT_", env_file=".env", extra="ignore", env_ignore_empty=True)
@@ -105,3 +128,16 @@ class Settings(BaseSettings):
     web_url: str | None = None
     web_secret: SecretStr | None = None
     web_link_hours: float = Field(default=168.0, gt=0, le=24 * 366)
+    # A client that has not sent a whole request's headers within this many seconds is
+    # disconnected (aiohttp's handler timeout); an idle kept-alive connection closes after
+    # web_keepalive_s.
+    web_header_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    web_keepalive_s: float = Field(default=15.0, gt=0, le=300)
+
+    @field_validator("web_secret")
+    @classmethod
+    def _web_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        problem = None if value is None else web_secret_problem(value.get_secret_value())
+        if problem is not None:
+            raise ValueError(problem)
+        return value

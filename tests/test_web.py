@@ -493,3 +493,62 @@ def test_page_values_on_sqlite_and_postgresql(engine: StudyEngine, clock: FakeCl
     assert found is not None and found.public
     assert engine.web_community(CommunityRef("console", "nobody")) is None
     assert [r.user for r in engine.leaderboard_page(CommunityRef("console", "elsewhere")).rows] == ["Zed"]
+
+
+# ------------------------------------------------------------ issue 27: the web side
+
+
+WEAK_SECRETS = ("a", "change-me", "x" * 31, "é" * 15, "test-web-secret-not-for-production")
+
+
+def documented_secrets() -> list[str]:
+    """Every STUDYBOT_WEB_SECRET=value the docs and .env.example show (a $(...) command is not a value)."""
+    import re
+
+    found = []
+    for page in [ROOT / "README.md", ROOT / ".env.example", *sorted((ROOT / "docs").glob("*.md"))]:
+        if page.exists():
+            for value in re.findall(r"STUDYBOT_WEB_SECRET=([^\s`'\"$|)]+)", page.read_text(encoding="utf-8")):
+                found.append(value)
+    return found
+
+
+@pytest.mark.parametrize("secret", [*WEAK_SECRETS, *documented_secrets()])
+def test_weak_web_secret_is_refused_at_start_and_by_doctor(
+    secret: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret under 32 bytes or one the docs show: `studybot web` exits 2 before serving, and
+    doctor fails, each in one sentence naming STUDYBOT_WEB_SECRET and never the secret."""
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+    from bot.config import WEB_SECRET_HOWTO
+    from tests.conftest import run_studybot
+
+    (tmp_path / ".env").write_text(
+        f"STUDYBOT_WEB_SECRET={secret}\nSTUDYBOT_WEB_URL=http://127.0.0.1:9\nSTUDYBOT_WEB_PORT=1\n", encoding="utf-8"
+    )
+    done = run_studybot(tmp_path, ["web", "--port", "0"], timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    sentence = done.stderr.strip()
+    assert sentence.startswith("STUDYBOT_WEB_SECRET is not valid: ") and sentence.count("\n") == 0
+    assert WEB_SECRET_HOWTO in sentence and "Traceback" not in done.stderr
+    assert f"={secret}" not in sentence and "web page on" not in done.stdout + done.stderr
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STUDYBOT_DATABASE_URL", f"sqlite:///{tmp_path / 'doctor.db'}")
+    report = CliRunner().invoke(app, ["doctor"])
+    assert report.exit_code == 2, report.output
+    assert sentence in report.output.replace("\n", " ") or "STUDYBOT_WEB_SECRET is not valid" in report.output
+    assert secret not in report.output or len(secret) == 1  # "a" is in every sentence
+
+
+def test_a_generated_web_secret_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import secrets
+
+    from bot.settings_problems import load_settings
+
+    monkeypatch.chdir(tmp_path)
+    generated = secrets.token_urlsafe(32)
+    settings = load_settings(web_secret=generated, web_url="https://study.example.org")
+    assert settings.web_secret is not None and settings.web_secret.get_secret_value() == generated
