@@ -11,6 +11,7 @@ apart: the console's /as, /daily, /close, /quit; Discord's and Slack's buttons."
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -248,3 +249,84 @@ def test_every_documented_config_word_is_on_the_commands_page() -> None:
     words = {option.split()[0] for option in commands.BY_NAME["config"].documented if option}
     missing = sorted(word for word in words if f"`{word}" not in cells and f", `{word}" not in cells)
     assert not missing, f"docs/commands.md's /config table lacks {missing}"
+
+
+# ------------------------------------------------------- the admin page's link (issue 27)
+
+ADMIN_URL = "https://study.example.org/s/admin-token/admin"
+
+
+class SignedLinks:
+    """The engine's Links port with fixed URLs: what is tested is which answers carry one."""
+
+    def member(self, community: CommunityRef, user_id: str) -> str:
+        return f"https://study.example.org/s/member-{user_id}/me"
+
+    def admin(self, community: CommunityRef) -> str:
+        return ADMIN_URL
+
+
+def test_the_engine_puts_the_admin_link_only_in_an_admins_config_answer(
+    tmp_path: Path, test_bank: Bank, clock: FakeClock
+) -> None:
+    engine, database = fresh_engine(tmp_path / "core.db", test_bank, clock)
+    engine.links = SignedLinks()
+    club = CommunityRef("console", "club")
+    try:
+        for word, value in (("show", None), ("", None), ("time", "07:30"), ("pause", None), ("resume", None)):
+            assert engine.configure(club, word, value).link is None, word  # type: ignore[union-attr]
+            assert engine.configure(club, word, value, True).link == ADMIN_URL, word  # type: ignore[union-attr]
+        assert engine.config(club).link is None and engine.config(club, admin=True).link == ADMIN_URL
+    finally:
+        database.dispose()
+
+
+async def test_the_admin_link_reaches_only_members_who_may_configure_on_every_platform(
+    world: World,  # noqa: F811
+    tmp_path: Path,
+    test_bank: Bank,
+    clock: FakeClock,
+) -> None:
+    """/config with no words and `show` by a member who may not configure: the settings without
+    the admin link on Slack (it used to carry it), a refusal on Discord; an admin (Slack's
+    workspace admin or allow-list, Discord's Manage Server, the console's operator) gets it."""
+    clock.set(START)
+    # the console: the operator's own terminal
+    engine, database = fresh_engine(tmp_path / "console.db", test_bank, clock)
+    engine.links = SignedLinks()
+    chat = Console(engine, community="club", user="Ann")
+    try:
+        assert ADMIN_URL in "\n".join(m.text for m in chat.handle("/config"))
+    finally:
+        chat.close()
+        database.dispose()
+
+    # Slack: a plain member's /studybot-config and /studybot-config show
+    url = f"sqlite:///{tmp_path / 'slack.db'}"
+    upgrade(url)
+    fake = await FakeSlack().start()
+    slack, database = await start_slack(fake, url, test_bank, clock)
+    slack.engine.links = SignedLinks()
+    fake.users["UADMIN"] = {"is_admin": True}
+    try:
+        for n, (who, text) in enumerate([("UPLAIN", ""), ("UPLAIN", "show"), ("UADMIN", ""), ("UALLOWED", "show")]):
+            body = command_body("/studybot-config", text, who, "T1", "C1", fake.response_url(f"config-{n}"))
+            assert (await slack.post(body, FORM)).status == 200
+            answer = json.dumps((await fake.wait_response(f"config-{n}")).params)
+            assert "Settings of" in answer, (who, text, answer)
+            assert (ADMIN_URL in answer) == (who != "UPLAIN"), (who, text, answer)
+    finally:
+        await stop_slack(slack, database)
+        await fake.stop()
+
+    # Discord: a member without Manage Server is refused; an admin gets the link
+    running = await world.start()
+    running.engine.links = SignedLinks()
+    try:
+        for who, admin in ((user("900000000000000002", "member"), False), (ADMIN, True)):
+            for options in ([], [{"name": "setting", "type": 3, "value": "show"}]):
+                asked = await world.fake.slash("config", who, world.guild, world.channel, options, admin=admin)
+                answer = json.dumps(await world.fake.answered(asked))
+                assert (ADMIN_URL in answer) == admin, (admin, options, answer)
+    finally:
+        await running.stop()

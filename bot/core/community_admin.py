@@ -68,8 +68,13 @@ class CommunityAdminMixin(EngineBase):
         log.info("forgot a member of %s/%s (%s answers)", user.platform, user.community_id, answers)
         return Forgotten(user=name, answers_deleted=answers)
 
-    def config(self, community: CommunityRef, key: str | None = None, value: str | None = None) -> ConfigCard:
-        """Show the community's settings (and what an admin should know), or change one."""
+    def config(
+        self, community: CommunityRef, key: str | None = None, value: str | None = None, admin: bool = False
+    ) -> ConfigCard:
+        """Show the community's settings (and what an admin should know), or change one. The
+        admin page's link is in the card only when `admin` (the platform's word that the member
+        may configure): a member who may only look never gets it, whichever platform asked."""
+        link = self._admin_link(community) if admin else None
         with self.store.write() as tx:
             current = self._community(tx, community)
             alerts = tuple(self._alert(item) for item in tx.undelivered(current.id))
@@ -79,7 +84,7 @@ class CommunityAdminMixin(EngineBase):
                     community=current.name,
                     settings=(*current.as_pairs(), config_pair(tx, current.id)),
                     alerts=alerts,
-                    link=self._admin_link(community),
+                    link=link,
                 )
             column, stored = parse_setting(key, value)
             updated = tx.update_community(current.id, column, stored)
@@ -88,22 +93,23 @@ class CommunityAdminMixin(EngineBase):
             community=updated.name,
             settings=(*updated.as_pairs(), fsrs),
             changed=key.strip().lower().replace("-", "_"),
-            link=self._admin_link(community),
+            link=link,
         )
 
     def configure(
-        self, community: CommunityRef, key: str | None = None, value: str | None = None
+        self, community: CommunityRef, key: str | None = None, value: str | None = None, admin: bool = False
     ) -> ConfigCard | QuestionCard | AlreadyOpen | Notice | SuggestionQueue | SuggestionDecided:
         """`/config ...` as typed in chat: show, a setting (short names allowed: time, window),
         pause, resume, post-now (open today's round in the configured channel now), or the
-        members' questions: suggestions, approve N, note N TEXT, reject N, remove QUESTION-ID."""
+        members' questions: suggestions, approve N, note N TEXT, reject N, remove QUESTION-ID.
+        `admin`: the member may configure (the settings card then carries the admin link)."""
         word = (key or "show").strip().lower()
         if word == "show":
-            return self.config(community)
+            return self.config(community, admin=admin)
         if word == "pause":
-            return self.config(community, "paused", "on")
+            return self.config(community, "paused", "on", admin)
         if word == "resume":
-            return self.config(community, "paused", "off")
+            return self.config(community, "paused", "off", admin)
         if word in ("post-now", "post_now", "postnow"):
             with self.store.read() as tx:
                 current = tx.find_community(community.platform, community.community_id)
@@ -112,7 +118,7 @@ class CommunityAdminMixin(EngineBase):
             return self.open_daily(ChannelRef(community.platform, community.community_id, current.channel_id))
         if word in ("suggestions", "approve", "reject", "note", "remove"):
             return self._queue_command(community, word, value)
-        return self.config(community, CONFIG_ALIASES.get(word, word), value)
+        return self.config(community, CONFIG_ALIASES.get(word, word), value, admin)
 
     def _queue_command(
         self, community: CommunityRef, word: str, value: str | None

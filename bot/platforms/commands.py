@@ -17,10 +17,12 @@ EVERYWHERE = ("console", "discord", "slack")
 
 @dataclass(frozen=True)
 class Where:
-    """Who typed the command, and in which channel."""
+    """Who typed the command, and in which channel; `admin`: the platform's word that they may
+    configure the community (only then does a /config answer carry the admin page's link)."""
 
     user: UserRef
     channel: ChannelRef
+    admin: bool = False
 
     @property
     def community(self) -> CommunityRef:
@@ -76,7 +78,7 @@ def _config(where: Where, text: str) -> Ask:
     key, value = (key or "show").lower(), value.strip()
     if key == "channel" and value.lower() in ("", "here", "this"):
         value = where.channel.channel_id
-    return Ask("configure", (where.community, key, value or None))
+    return Ask("configure", (where.community, key, value or None, where.admin))
 
 
 def _demo(where: Where, text: str) -> Ask:

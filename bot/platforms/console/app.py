@@ -311,7 +311,8 @@ class ConsoleApp:
             case "demo" if self.runtime.demo_runner is None:
                 refused = await self.runtime.call(parse_demo, rest)  # bad input still gets its own sentence
                 return render(refused if isinstance(refused, Problem) else Problem(wording.CONSOLE_DEMOS_OFF))
-        asked = commands.ask(name, commands.Where(self.user, self.channel), rest)
+        # the console is the operator's own terminal: whoever types may configure
+        asked = commands.ask(name, commands.Where(self.user, self.channel, admin=True), rest)
         if asked is None:
             return render(Problem(wording.unknown_command("/" + name)))
         result: Card = await self.runtime.call(getattr(self.engine, asked.method), *asked.args)

@@ -162,7 +162,8 @@ def register(tree: app_commands.CommandTree[Any], app: CommandHost) -> None:
             mention = _CHANNEL.match(text)
             value = mention.group(1) if mention else (text or str(interaction.channel_id))
         community = CommunityRef(PLATFORM, str(interaction.guild_id))
-        await app.respond(interaction, engine.configure, community, setting, value)
+        admin = True  # Manage Server, checked above: the answer may carry the admin link
+        await app.respond(interaction, engine.configure, community, setting, value, admin)
 
     @tree.command(name="suggest", description=say["suggest"])
     @app_commands.guild_only()

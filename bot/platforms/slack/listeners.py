@@ -157,13 +157,16 @@ class Listeners:
         if name == "suggest":  # the form; its submit is the one engine call
             await client.views_open(trigger_id=body.get("trigger_id"), view=render.suggest_modal(channel.channel_id))
             return
+        admin = False
         if name == "config":  # Slack's own parts around the table: a channel mention, the admin check
             key, _, value = text.partition(" ")
             text = f"{key} {config_value(key, value, channel.channel_id)}".strip()
-            if key.lower() not in ("", "show") and not await self._may_configure(client, user.user_id):
+            admin = await self._may_configure(client, user.user_id)
+            if key.lower() not in ("", "show") and not admin:
                 await respond(text=wording.config_admins_only(CONFIG_COMMAND), response_type="ephemeral")
                 return
-        asked = commands.ask(name, commands.Where(user, channel), text)
+        # a member who may only look sees the settings; the engine leaves the admin link out
+        asked = commands.ask(name, commands.Where(user, channel, admin), text)
         if asked is None:  # /studybot-help
             message = render.help_message(CONFIG_COMMAND)
             await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
