@@ -28,11 +28,11 @@ from bot.core.bank import (
     longest_correct_share,
 )
 from bot.core.engine import StudyEngine
-from bot.core.errors import BankError, StudyBotError
+from bot.core.errors import BankError, StoreUnavailable, StudyBotError
 from bot.core.item_analysis import MIN_ANSWERS
 from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, Posted, QuestionCard, RevealCard
 from bot.settings_problems import SettingsError, load_settings
-from bot.store.database import Database, safe_url, upgrade
+from bot.store.database import Database, head_revision, safe_url, schema_revision, upgrade
 from bot.wiring import build_engine
 
 log = logging.getLogger(__name__)
@@ -72,13 +72,43 @@ def setup_logging(settings: Settings, quiet: bool = False) -> None:
     logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
+def _unreachable(exc: StoreUnavailable) -> typer.Exit:
+    """A database that cannot be reached or upgraded at start: one line (the driver's reason has
+    several), what to do, exit 2 like any other setting the bot cannot start with."""
+    reason = exc.message.strip().splitlines()[0].rstrip(" .")
+    return fail(f"{reason}: start the database server, or correct STUDYBOT_DATABASE_URL.", 2)
+
+
 def _engine_or_exit(settings: Settings) -> StudyEngine:
     try:
         return build_engine(settings)
     except BankError as exc:
         raise fail(f"Refusing to start: {exc.message}") from None
+    except StoreUnavailable as exc:
+        raise _unreachable(exc) from None
     except StudyBotError as exc:
         raise fail(exc.message) from None
+
+
+def unknown_community(community: str, platform: str | None) -> str:
+    """The sentence every command taking --community gives for one the bot does not know."""
+    where = f" on {platform}" if platform else ""
+    return (
+        f"No community '{community[:60]}'{where}: a community appears with its first command there "
+        "(`studybot schedule show` lists them)."
+    )
+
+
+def _community_or_exit(engine: StudyEngine, community: str, platform: str | None) -> list[CommunityRef]:
+    """The known communities with this id (on this platform when given), or exit 2 with a sentence."""
+    found = [
+        ref
+        for ref, _ in engine.communities()
+        if ref.community_id == community and (platform is None or ref.platform == platform)
+    ]
+    if not found:
+        raise fail(unknown_community(community, platform), 2)
+    return found
 
 
 def _version(value: bool) -> None:
@@ -298,13 +328,9 @@ def questions_export(
 ) -> None:
     """Write a community's approved members' questions as bank YAML (questions lint passes it)."""
     engine = _engine_or_exit(Settings())
-    found = [ref for ref, _ in engine.communities() if ref.community_id == community]
-    if platform is not None:
-        found = [ref for ref in found if ref.platform == platform]
-    if not found:
-        raise fail(f"No community '{community}'{f' on {platform}' if platform else ''}.")
+    found = _community_or_exit(engine, community, platform)
     if len(found) > 1:
-        raise fail(f"'{community}' is on {', '.join(r.platform for r in found)}: choose one with --platform.")
+        raise fail(f"'{community}' is on {', '.join(r.platform for r in found)}: choose one with --platform.", 2)
     try:
         files = engine.export_questions(found[0])
     except StudyBotError as exc:
@@ -339,6 +365,8 @@ def questions_analysis(
 
     settings = Settings()
     bank = _bank_or_exit(settings)
+    if community is not None:
+        _community_or_exit(_engine_or_exit(settings), community, platform)
     try:
         upgrade(settings.database_url)
         database = Database(settings.database_url)
@@ -417,6 +445,7 @@ def leaderboard(
     """Print a community's weekly or all-time leaderboard."""
     settings = Settings()
     engine = _engine_or_exit(settings)
+    _community_or_exit(engine, community, platform)
     try:
         card = engine.leaderboard(CommunityRef(platform, community), week=week, all_time=all_time)
     except StudyBotError as exc:
@@ -449,6 +478,7 @@ def export(
     if format != "csv":
         raise fail(f"Unknown format '{format}'; only csv is supported.", 2)
     engine = _engine_or_exit(Settings())
+    _community_or_exit(engine, community, platform)
     try:
         rows = engine.export_rows(CommunityRef(platform, community))
     except StudyBotError as exc:
@@ -468,6 +498,8 @@ def schedule_show(
     from bot.schedule import StudyScheduler, describe
 
     engine = _engine_or_exit(Settings())
+    if community is not None:
+        _community_or_exit(engine, community, platform)
     scheduler = StudyScheduler(engine, platforms=(platform,) if platform else None, community=community)
     runs = scheduler.all_next_runs()
     for item in runs:
@@ -498,6 +530,7 @@ def schedule_run(
     settings = Settings()
     setup_logging(settings, quiet=True)
     engine = _engine_or_exit(settings)
+    _community_or_exit(engine, community, platform)
     scheduler = StudyScheduler(engine, platforms=(platform,), community=community)
     try:
         results = scheduler.run_job(job, CommunityRef(platform, community))
@@ -534,6 +567,7 @@ def fsrs_fit(
     settings = Settings()
     setup_logging(settings, quiet=True)
     engine = _engine_or_exit(settings)
+    _community_or_exit(engine, community, platform)
     try:
         typer.echo(fit_community(engine, CommunityRef(platform, community), worker_fitter(settings)))
     except FitFailure as failure:
@@ -605,11 +639,20 @@ def jobs(
 def db_upgrade() -> None:
     """Create or upgrade the database schema (also done at every start)."""
     settings = Settings()
+    before = schema_revision(settings.database_url)
     try:
         upgrade(settings.database_url)
+    except StoreUnavailable as exc:
+        raise _unreachable(exc) from None
     except StudyBotError as exc:
         raise fail(exc.message) from None
-    typer.echo(f"Database at {safe_url(settings.database_url)} is up to date.")
+    shown = safe_url(settings.database_url)
+    if before is None:
+        typer.echo(f"Created the schema in the database at {shown} (revision {head_revision()}).")
+    elif before != head_revision():
+        typer.echo(f"Upgraded the database at {shown} from revision {before} to {head_revision()}.")
+    else:
+        typer.echo(f"The database at {shown} is up to date (revision {before}).")
 
 
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}

@@ -5,11 +5,54 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ROOT = Path(__file__).resolve().parent.parent
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# The databases the store speaks, as a URL's scheme shows them (sqlite:///..., postgresql+psycopg://...).
+DATABASE_BACKENDS = ("sqlite", "postgresql")
+DATABASE_EXAMPLES = "sqlite:///studybot.db or postgresql+psycopg://user:password@host/dbname"
+
+
+def _not_a_folder(path: Path) -> Path | None:
+    """The nearest existing ancestor of path when it is not a folder (a file in the way), else None."""
+    for parent in path.expanduser().absolute().parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def database_url_problem(url: str) -> str | None:
+    """Why the store cannot open this URL (its form, its database, its driver, a SQLite file's
+    folder), in words that finish "is not valid: ...", or None. Opens no connection."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return f"it must be a database URL such as {DATABASE_EXAMPLES}"
+    if parsed.get_backend_name() not in DATABASE_BACKENDS:
+        return f"the bot stores its data in SQLite or PostgreSQL, such as {DATABASE_EXAMPLES}"
+    try:
+        parsed.get_dialect().import_dbapi()
+    except NoSuchModuleError:
+        return f"{parsed.drivername} is not a driver SQLAlchemy knows: use {DATABASE_EXAMPLES}"
+    except ImportError as exc:
+        return (
+            f"its driver ({exc.name or parsed.get_driver_name()}) is not installed: "
+            "use postgresql+psycopg://... (psycopg is installed with the bot)"
+            if parsed.get_backend_name() == "postgresql"
+            else f"its driver ({exc.name or parsed.get_driver_name()}) is not installed"
+        )
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        blocked = _not_a_folder(Path(parsed.database))
+        if blocked is not None:
+            return f"{blocked} is a file, not a folder, so the database file cannot be made under it"
+    return None
 
 
 # Link secrets the docs have shown as examples (docs/web.md once used change-me): whoever read
@@ -44,6 +87,8 @@ class Settings(BaseSettings):
     timezone: str = "UTC"
     window_hours: int = Field(default=12, ge=1, le=48)
     log_level: str = "INFO"
+    # torch threads of a demo's worker process (read by demos/ from the environment; default torch's own).
+    demo_threads: int | None = Field(default=None, ge=1, le=1024)
     demo_timeout_s: int = Field(default=120, ge=5, le=3600)
     demo_out_dir: Path = Path("demo-out")
     # Demo jobs: where they run (a child process here, or Celery workers through Redis),
@@ -82,6 +127,45 @@ class Settings(BaseSettings):
     # ((guild_id >> 22) % count), each scheduling and posting only its shards' guilds.
     discord_shard_count: int | None = Field(default=None, ge=1, le=65536)
     discord_shard_ids: str = ""
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("it must be an IANA time zone such as UTC or Europe/Berlin") from None
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        if value.strip().upper() not in LOG_LEVELS:
+            raise ValueError(f"it must be one of {', '.join(LOG_LEVELS)}")
+        return value.strip().upper()
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        problem = database_url_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("questions_dir")
+    @classmethod
+    def _questions_dir(cls, value: Path) -> Path:
+        if not value.expanduser().is_dir():
+            raise ValueError("it must be a folder of question files (the bank is in questions/)")
+        return value
+
+    @field_validator("demo_out_dir")
+    @classmethod
+    def _demo_out_dir(cls, value: Path) -> Path:
+        blocked = value if value.exists() and not value.is_dir() else _not_a_folder(value)
+        if blocked is not None:
+            raise ValueError(f"{blocked} is a file, not a folder, so charts cannot be written there")
+        return value
 
     @field_validator("discord_shard_ids")
     @classmethod

@@ -12,8 +12,10 @@ port (/healthz): the images' HEALTHCHECK."""
 from __future__ import annotations
 
 import importlib.util
+import logging
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -22,7 +24,9 @@ from bot.checks import RANK, Check, JsonHttp, exit_code, secret_value
 from bot.config import Settings
 from bot.settings_problems import SettingsError, load_settings
 
-__all__ = ["RANK", "Check", "JsonHttp", "exit_code", "health", "run_checks"]
+__all__ = ["RANK", "Check", "JsonHttp", "exit_code", "guarded", "health", "run_checks"]
+
+log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- platforms
@@ -71,10 +75,11 @@ def check_database(settings: Settings) -> tuple[Check, list[tuple[str, str, str,
     if path is not None and not path.exists():
         folder = next((p for p in path.parents if p.exists()), Path("."))
         if not folder.is_dir() or not _writable(folder):
+            why = "is a file, not a folder" if not folder.is_dir() else "is not writable"
             return Check(
                 "database",
                 "fail",
-                f"{shown} cannot be created: {folder} is not writable",
+                f"{shown} cannot be created: {folder} {why}",
                 "fix the path or its permissions",
             ), None
         return Check("database", "warn", f"{shown} does not exist yet", upgrade_fix), None
@@ -298,26 +303,42 @@ def run_checks(settings: Settings | None = None, online: bool = False, http: Jso
             settings.slack_client_secret,
         )
     )
-    checks: list[Check] = [check_platforms(settings)]
+    checks: list[Check] = guarded("platforms", lambda: [check_platforms(settings)])
     if discord:
         from bot.platforms.discord import doctor as discord_doctor
 
-        checks += [c for c in (discord_doctor.check_token(settings),) if c is not None]
+        checks += guarded("discord token", lambda: [c for c in (discord_doctor.check_token(settings),) if c])
     if slack:
         from bot.platforms.slack import doctor as slack_doctor
 
-        checks += [c for c in (slack_doctor.check_tokens(settings),) if c is not None]
-    database, communities = check_database(settings)
-    checks += [database, check_bank(settings), check_timezones(settings, communities)]
-    checks += check_worker(settings)
-    web = check_web(settings)
-    if web is not None:
-        checks.append(web)
+        checks += guarded("slack tokens", lambda: [c for c in (slack_doctor.check_tokens(settings),) if c])
+    found: list[list[tuple[str, str, str, str]] | None] = [None]
+
+    def database() -> list[Check]:
+        check, found[0] = check_database(settings)
+        return [check]
+
+    checks += guarded("database", database)
+    checks += guarded("bank", lambda: [check_bank(settings)])
+    checks += guarded("time zones", lambda: [check_timezones(settings, found[0])])
+    checks += guarded("worker", lambda: check_worker(settings))
+    checks += guarded("web page", lambda: [c for c in (check_web(settings),) if c])
     if discord:
-        checks += discord_doctor.check_platform(settings, online, http)
+        checks += guarded("discord", lambda: discord_doctor.check_platform(settings, online, http))
     if slack:
-        checks += slack_doctor.check_platform(settings, online, http)
+        checks += guarded("slack", lambda: slack_doctor.check_platform(settings, online, http))
     return checks
+
+
+def guarded(name: str, check: Callable[[], list[Check]]) -> list[Check]:
+    """A check's lines, or one failed line when the check itself broke: doctor never crashes
+    on what it checks (the traceback goes to the log)."""
+    try:
+        return check()
+    except Exception as exc:
+        log.warning("the %s check broke", name, exc_info=True)
+        reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        return [Check(name, "fail", f"the check could not finish: {reason}", "correct the setting it reads")]
 
 
 def health(url: str, timeout_s: float = 5.0) -> tuple[bool, str]:

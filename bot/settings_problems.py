@@ -94,8 +94,16 @@ def allowed(field: str) -> str:
     return kind + (" " + " and ".join(bounds) if bounds else "")
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Any, field: str = "") -> str:
     text = str(value).replace("\n", " ")
+    if field.endswith("_url"):  # a database or Redis URL may carry a password: never shown
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            text = make_url(text).render_as_string(hide_password=True)
+        except ArgumentError:
+            pass
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
@@ -110,12 +118,13 @@ def describe(exc: ValidationError) -> str:
         sentence = f"The settings do not fit together: {message}."
     elif first["type"] == "value_error":
         message = str(first["msg"]).removeprefix("Value error, ")
-        shown = "" if _is_secret(info) else f"={_shown(first.get('input'))}"
+        shown = "" if _is_secret(info) else f"={_shown(first.get('input'), field)}"
         sentence = f"{variable_name(field)}{shown} is not valid: {message}."
     elif _is_secret(info):
         sentence = f"{variable_name(field)} is not valid: it must be {allowed(field)}."
     else:
-        sentence = f"{variable_name(field)}={_shown(first.get('input'))} is not allowed: it must be {allowed(field)}."
+        shown = _shown(first.get("input"), field)
+        sentence = f"{variable_name(field)}={shown} is not allowed: it must be {allowed(field)}."
     more = len(errors) - 1
     if more:
         sentence += f" ({more} more setting{'s' if more > 1 else ''} {'are' if more > 1 else 'is'} wrong too.)"

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from bot import __version__
-from tests.conftest import run_studybot
+from tests.conftest import TEST_BANK, run_studybot
 
 
 def studybot(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -30,9 +30,9 @@ def test_version(tmp_path: Path) -> None:
 
 
 def test_db_upgrade_creates_the_schema_and_is_repeatable(tmp_path: Path) -> None:
-    for _ in range(2):
-        done = studybot(tmp_path, "db", "upgrade")
-        assert done.returncode == 0 and "is up to date" in done.stdout
+    first, second = studybot(tmp_path, "db", "upgrade"), studybot(tmp_path, "db", "upgrade")
+    assert first.returncode == 0 and first.stdout.startswith("Created the schema in the database at sqlite:///")
+    assert second.returncode == 0 and "is up to date" in second.stdout
     import sqlite3
 
     tables = {r[0] for r in sqlite3.connect(tmp_path / "cli.db").execute("SELECT name FROM sqlite_master")}
@@ -112,3 +112,42 @@ def test_demo_cli_shows_each_strategy_as_it_is_measured(tmp_path: Path) -> None:
     assert done.stdout.startswith("Checkpoint demo on cpu") and "identical" in done.stdout
     chart = next(line for line in done.stdout.splitlines() if line.startswith("chart: "))
     assert Path(chart.removeprefix("chart: ")).read_bytes()[:4] == b"\x89PNG"
+
+
+# The arguments each --community command needs besides --community (a new one must be added here).
+COMMUNITY_COMMANDS: dict[tuple[str, ...], list[str]] = {
+    ("leaderboard",): [],
+    ("export",): [],
+    ("schedule", "run"): ["daily"],
+    ("schedule", "show"): [],
+    ("questions", "export"): [],
+    ("questions", "analysis"): [],
+    ("fsrs", "fit"): [],
+}
+
+
+def test_an_unknown_community_exits_2_with_one_sentence_on_every_command(tmp_path: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+    from tests.test_settings_problems import command_paths
+
+    root = typer.main.get_command(app)
+
+    def find(path: tuple[str, ...]) -> object:
+        command: object = root
+        for name in path:
+            command = command.commands[name]  # type: ignore[attr-defined]
+        return command
+
+    taking = {p for p in command_paths(root) if any(o.name == "community" for o in find(p).params)}  # type: ignore[attr-defined]
+    assert taking == set(COMMUNITY_COMMANDS) | {("console",)}  # the console makes its community: not unknown
+    play_a_round(tmp_path)  # one community, 'club', exists
+    env = {"STUDYBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}", "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK)}
+    for path, extra in COMMUNITY_COMMANDS.items():
+        done = CliRunner().invoke(app, [*path, *extra, "--community", "nobody"], env=env)
+        assert done.exit_code == 2, (path, done.output)
+        assert done.output.startswith("No community 'nobody'") and done.output.count("\n") == 1, path
+    known = CliRunner().invoke(app, ["leaderboard", "--community", "club"], env=env)
+    assert known.exit_code == 0 and "in club" in known.output

@@ -3,6 +3,9 @@ naming the variable, the value and what is allowed, and exits 2; never a traceba
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +16,7 @@ from typer.testing import CliRunner
 
 from bot.cli import app
 from bot.settings_problems import SettingsError, allowed, load_settings
-from tests.conftest import run_studybot
+from tests.conftest import TEST_BANK, run_studybot
 
 # Commands that report settings among their own checks instead of refusing to start.
 REPORT_THEMSELVES = {("doctor",), ("health",)}
@@ -128,3 +131,113 @@ def test_a_real_process_prints_the_sentence_and_no_traceback(tmp_path: Path) -> 
 def test_good_settings_still_start_the_command(clean_folder: Path) -> None:
     done = CliRunner().invoke(app, ["jobs"])
     assert done.exit_code == 0, done.output
+
+
+def free_port() -> int:
+    """A port nothing listens on (bound once by us, then closed)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "sentence"),
+    [
+        (
+            "STUDYBOT_TIMEZONE",
+            "Mars/Base",
+            "STUDYBOT_TIMEZONE=Mars/Base is not valid: it must be an IANA time zone such as UTC or Europe/Berlin.",
+        ),
+        (
+            "STUDYBOT_LOG_LEVEL",
+            "LOUD",
+            "STUDYBOT_LOG_LEVEL=LOUD is not valid: it must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL.",
+        ),
+        (
+            "STUDYBOT_DATABASE_URL",
+            "garbage",
+            "STUDYBOT_DATABASE_URL=garbage is not valid: it must be a database URL such as sqlite:///studybot.db "
+            "or postgresql+psycopg://user:password@host/dbname.",
+        ),
+        (
+            "STUDYBOT_DATABASE_URL",
+            "mysql://x",
+            "STUDYBOT_DATABASE_URL=mysql://x is not valid: the bot stores its data in SQLite or PostgreSQL, such as "
+            "sqlite:///studybot.db or postgresql+psycopg://user:password@host/dbname.",
+        ),
+        (
+            "STUDYBOT_DEMO_THREADS",
+            "abc",
+            "STUDYBOT_DEMO_THREADS=abc is not allowed: it must be a whole number from 1 to 1024.",
+        ),
+    ],
+)
+def test_the_bad_settings_a_newcomer_met_are_one_sentence_and_exit_2_and_doctor_says_the_same(
+    variable: str, value: str, sentence: str, clean_folder: Path
+) -> None:
+    for command in (["jobs"], ["schedule", "show"], ["db", "upgrade"]):
+        done = CliRunner().invoke(app, command, env={variable: value})
+        assert (done.exit_code, done.output) == (2, sentence + "\n"), command
+    doctor = CliRunner().invoke(app, ["doctor"], env={variable: value})
+    assert doctor.exit_code == 2 and doctor.output.startswith(f"fail settings: {sentence}")
+    assert "Traceback" not in doctor.output
+
+
+def test_a_sqlite_file_under_a_file_is_named_as_a_file_not_a_folder(clean_folder: Path) -> None:
+    blocker = clean_folder / "passwd"
+    blocker.write_text("root:x:0:0\n")
+    url = f"sqlite:///{blocker}/x.db"
+    done = CliRunner().invoke(app, ["db", "upgrade"], env={"STUDYBOT_DATABASE_URL": url})
+    assert done.exit_code == 2
+    assert done.output.startswith("STUDYBOT_DATABASE_URL=sqlite:///")  # a long value is cut
+    assert done.output.endswith(
+        f" is not valid: {blocker} is a file, not a folder, so the database file cannot be made under it.\n"
+    )
+    assert done.output.count("\n") == 1
+    charts = CliRunner().invoke(app, ["jobs"], env={"STUDYBOT_DEMO_OUT_DIR": str(blocker)})
+    assert charts.exit_code == 2 and f"{blocker} is a file, not a folder" in charts.output
+    bank = CliRunner().invoke(app, ["questions", "stats"], env={"STUDYBOT_QUESTIONS_DIR": str(clean_folder / "no")})
+    assert bank.exit_code == 2 and bank.output.startswith("STUDYBOT_QUESTIONS_DIR=")
+
+
+def test_a_database_url_password_is_never_shown_in_the_sentence(clean_folder: Path) -> None:
+    done = CliRunner().invoke(app, ["jobs"], env={"STUDYBOT_DATABASE_URL": "mysql://ann:hunter2@db/x"})
+    assert done.exit_code == 2 and "mysql://ann:***@db/x" in done.output and "hunter2" not in done.output
+
+
+def test_log_level_is_read_in_any_case(clean_folder: Path) -> None:
+    assert load_settings(log_level="debug").log_level == "DEBUG"
+
+
+def test_a_refused_postgresql_server_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
+    url = f"postgresql+psycopg://studybot:pw@127.0.0.1:{free_port()}/studybot"
+    env = {**os.environ, "STUDYBOT_DATABASE_URL": url, "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK)}
+    for args in (["jobs"], ["db", "upgrade"], ["run", "console"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "bot", *args],
+            input="/help\n",
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+        )
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        assert "Connection refused" in done.stderr and "correct STUDYBOT_DATABASE_URL" in done.stderr
+        assert ":pw@" not in done.stderr
+
+
+def test_doctor_reports_a_check_that_breaks_instead_of_crashing(clean_folder: Path) -> None:
+    from bot.config import Settings
+    from bot.doctor import run_checks
+
+    # a Settings built around validation (as a test or a caller could): the database check meets
+    # a URL whose driver is not installed
+    broken = Settings.model_construct(**{**Settings().model_dump(), "database_url": "mysql://x"})
+    checks = {c.name: c for c in run_checks(broken)}
+    assert checks["database"].status == "fail"
+    assert checks["database"].message.startswith("the check could not finish")
+    assert checks["bank"].status == "ok"  # the checks after it still ran

@@ -180,20 +180,26 @@ def head_revision() -> str:
     return max(path.name.split("_", 1)[0] for path in (migrations_dir() / "versions").glob("[0-9]*_*.py"))
 
 
-def at_head(url: str) -> bool:
-    """Whether the database already carries the newest revision: a restart then needs no
-    Alembic (importing it is a fifth of the bot's start-up)."""
+def schema_revision(url: str) -> str | None:
+    """The revision the database carries (several heads comma-joined), or None when it has no
+    schema yet (no file, no alembic_version table) or cannot be read."""
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).expanduser().is_file():
-        return False
+        return None
     engine = create_engine(url, poolclass=NullPool)
     try:
         with engine.connect() as conn:
             found = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
     except SQLAlchemyError:
-        return False
+        return None
     finally:
         engine.dispose()
-    return found == [head_revision()]
+    return ",".join(sorted(str(f) for f in found)) or None
+
+
+def at_head(url: str) -> bool:
+    """Whether the database already carries the newest revision: a restart then needs no
+    Alembic (importing it is a fifth of the bot's start-up)."""
+    return schema_revision(url) == head_revision()
 
 
 def upgrade(url: str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
