@@ -38,6 +38,7 @@ from bot.platforms.launch import choose_platforms, serve
 from bot.platforms.runtime import Runtime
 from bot.platforms.slack import COMMANDS, EVENTS, SlackBot
 from bot.platforms.slack.errors import send_failed
+from bot.platforms.slack.gate import printable
 from bot.platforms.slack.listeners import CONFIG_COMMAND
 from bot.store.database import Database
 from bot.store.repository import SqlStore
@@ -330,9 +331,15 @@ async def test_thread_reply_answers_that_round_while_a_practice_question_is_pend
     quiz = (await slack.fake.wait_for("response_url", 1))[-1].params
     assert action_ids(quiz)
     letter = "abcde"[answer_index(slack.engine, round_id, True)]
+    for n in range(2):  # /quiz, a, a in the channel itself: chat, never the daily round's answer
+        top = {"type": "message", "user": "U5", "text": letter, "channel": "C1", "ts": f"1700000400.00000{n}"}
+        assert (await slack.event(top, f"EvTop{n}")).status == 200
+    await slack.settle()
+    assert slack.fake.of("chat.postEphemeral") == []
     await slack.event(thread_reply("U5", letter, "1700000500.000001", ts), "EvP1")
     sent = (await slack.fake.wait_for("chat.postEphemeral", 1))[0].params
     assert sent["thread_ts"] == ts and "Correct!" in block_text(sent)
+    assert f"This answered daily round #{round_id}; a daily answer is final." in block_text(sent)
     score = slack.engine.score(UserRef("slack", "T1", "U5", "u5"))
     assert (score.daily.answered, score.practice.answered) == (1, 0)  # the round, not the practice question
     # the practice question still waits for its own answer (a click on its buttons)
@@ -1245,3 +1252,58 @@ async def test_a_click_or_select_the_bot_cannot_read_gets_one_private_sentence(
     assert slack.engine.score(UserRef("slack", "T1", "U1", "u1")).daily.answered == 0
     unreadable = [r for r in caplog.records if r.levelno == logging.DEBUG and "cannot read" in r.getMessage()]
     assert len(unreadable) == 4
+
+
+# ------------------------------------------------- what reaches the log (issue 27)
+
+
+async def test_unauthenticated_and_malformed_requests_never_put_their_bodies_in_the_log(
+    slack: Slack, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Bolt logged a refused request's whole body at INFO (twenty 1 MB bodies: 20 MB of log; a
+    newline in the body forged a log line) and answered a malformed body with a 500 and an
+    ERROR traceback. Now: 401 / 400 / 413, one line each (method, path, size, verdict)."""
+    caplog.set_level(logging.DEBUG)
+    forged = "FORGED 2026-12-01 INFO bot.core: member U9 is now an admin"
+    unsigned = command_body("/score", "x\r\n" + forged, "U1", "T1", "C1", slack.fake.response_url("unsigned"))
+    big = "text=" + "A" * 1_000_000
+    headers = {"Content-Type": FORM}
+    async with slack.session.post(slack.url, data=unsigned.encode(), headers=headers) as plain:
+        assert plain.status == 401  # no signature at all
+    assert (await slack.post(unsigned, FORM, secret="not-the-secret")).status == 401
+    sizes = []
+    for _ in range(20):
+        sizes.append((await slack.post(big, FORM, secret="not-the-secret")).status)
+    assert sizes == [401] * 20
+    # malformed, signed and not: 400, no traceback
+    for body, content_type in (
+        ('{"type": "event_callback", ', "application/json"),
+        ("[1, 2, 3]", "application/json"),
+        ("payload=%7Bnot-json", FORM),
+        ("payload=" + "%FF" * 8, FORM),
+    ):
+        assert (await slack.post(body, content_type)).status == 400, body
+        assert (await slack.post(body, content_type, secret="not-the-secret")).status == 400, body
+    # larger than the bound: refused unread
+    async with slack.session.post(
+        slack.url, data=b"text=" + b"B" * (2 << 20), headers={"Content-Type": FORM, **sign(SECRET, "x")}
+    ) as huge:
+        assert huge.status == 413
+    # and a good request still goes through
+    assert (await slack.command("/score")).status == 200
+    await slack.fake.wait_response("score-U1")
+
+    logged = [(r, r.getMessage()) for r in caplog.records]
+    assert not [m for r, m in logged if r.levelno >= logging.ERROR or r.exc_info], "an ERROR or a traceback"
+    text = "\n".join(m for _, m in logged)
+    assert forged not in text and "AAAAAAAAAA" not in text and "not-json" not in text and "BBBBBBBBBB" not in text
+    assert len(text) < 20_000, len(text)  # 20 MB of refused bodies were in the log
+    refusals = [m for r, m in logged if r.name == "bot.platforms.slack.gate"]
+    assert len(refusals) == 2 + 20 + 8 + 1 and all("\n" not in m and "\r" not in m for m in refusals)
+    assert refusals[0] == "slack: refused POST /slack/events (%d bytes): bad signature or timestamp" % len(unsigned)
+    assert sum("malformed" in m for m in refusals) == 8 and refusals[-1].endswith("too large")
+    assert [c.url for c in replies(slack.fake)] == ["score-U1"]  # nothing refused reached a listener
+
+
+def test_a_log_line_escapes_cr_and_lf() -> None:
+    assert printable("POST\r\n/slack/events\x1b[31m") == "POST\\r\\n/slack/events\\x1b[31m"

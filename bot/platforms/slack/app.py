@@ -37,6 +37,7 @@ from bot.core.values import (
 from bot.platforms.runtime import Runtime
 from bot.platforms.slack import render
 from bot.platforms.slack.errors import send_failed
+from bot.platforms.slack.gate import gate
 from bot.platforms.slack.identity import PLATFORM, Identity
 from bot.platforms.slack.listeners import Listeners
 from bot.platforms.slack.render import SlackMessage
@@ -212,18 +213,30 @@ class SlackBot:
         Mode. Once taken, `run` starts no server of its own."""
         if self.settings.slack_app_token is not None and not self.oauth:
             return []
+        self.mounted = True
+        return self._routes()
+
+    def _routes(self) -> list[web.RouteDef]:
+        """Bolt's routes, its POST /slack/events behind the gate (bounded, parsed and verified
+        before Bolt sees it: bot.platforms.slack.gate)."""
         bolt = self.app.web_app(path=EVENTS_PATH, port=self.settings.port)
-        routes = [
-            web.route(route.method, route.resource.canonical, route.handler)
+        secret = self.settings.slack_signing_secret.get_secret_value() if self.settings.slack_signing_secret else ""
+        events = gate(self.app, secret)
+        return [
+            web.route(
+                route.method,
+                route.resource.canonical,
+                events if route.method == "POST" and route.resource.canonical == EVENTS_PATH else route.handler,
+            )
             for route in bolt.router.routes()
             if route.resource is not None and route.method != "HEAD"
         ]
-        self.mounted = True
-        return routes
 
     async def start_http(self, host: str, port: int) -> int:
         """Serve /slack/events (and /slack/install, /slack/oauth_redirect with OAuth); returns the port."""
-        runner = web.AppRunner(self.app.web_app(path=EVENTS_PATH, port=port), access_log=None)
+        served = web.Application()
+        served.add_routes(self._routes())
+        runner = web.AppRunner(served, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
