@@ -17,7 +17,7 @@ def studybot(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.Complete
 
 
 def play_a_round(tmp_path: Path) -> None:
-    script = "/config paused on\n/daily\na\n/as Bob\nb\n/as Cy\nc\n/close\n"
+    script = "/config paused on\n/daily\ndaily a\n/as Bob\ndaily b\n/as Cy\ndaily c\n/close\n"
     done = studybot(
         tmp_path, "console", "--community", "club", "--user", "Ann", "--jsonl", "--no-schedule", stdin=script
     )

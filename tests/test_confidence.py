@@ -65,7 +65,7 @@ def test_confidence_grades_reviews_and_a_confident_miss_comes_back_tomorrow(
     qid = daily.data["question_id"]
 
     # With the answer on one line: scored as ever, the confidence noted, nothing more asked.
-    ann = chat.handle(f"{right} sure")
+    ann = chat.handle(f"daily {right} sure")
     feedback = only(ann, "feedback")
     assert feedback.data["correct"] is True and feedback.data["points"] == 10
     assert feedback.data["confidence"]["sure"] is True and feedback.data["confidence"]["grade"] is None
@@ -76,7 +76,7 @@ def test_confidence_grades_reviews_and_a_confident_miss_comes_back_tomorrow(
     members = ("Bob", "Cat", "Dan", "Eve", "Fay")
     for name in members:
         chat.handle(f"/as {name}")
-        asked = chat.handle(wrong)
+        asked = chat.handle(f"daily {wrong}")
         assert only(asked, "feedback").data["correct"] is False
         assert only(asked, "ask_sure").text.startswith("How sure were you?")
         if name == "Bob":
@@ -131,7 +131,7 @@ def test_a_confident_miss_brings_back_a_card_it_did_not_review(
 ) -> None:
     first = only(chat.handle("/daily"), "question")
     qid = first.data["question_id"]
-    chat.handle(letters(first, test_bank)[1])
+    chat.handle("daily " + letters(first, test_bank)[1])
     clock.advance(days=1)
     review = only(chat.handle("/review"), "question")
     only(chat.handle(letters(review, test_bank)[0]), "feedback")  # reviewed right: the card goes days out
@@ -142,7 +142,7 @@ def test_a_confident_miss_brings_back_a_card_it_did_not_review(
     again = only(chat.handle("/daily"), "question")
     assert again.data["question_id"] == qid
     _, wrong = letters(again, test_bank)
-    without = only(chat.handle(wrong), "feedback")  # no confidence: an existing card keeps its schedule
+    without = only(chat.handle(f"daily {wrong}"), "feedback")  # no confidence: an existing card keeps its schedule
     before = due(card_of(engine, "ann", qid))
     assert "confidence" not in without.data
     noted = only(chat.handle("sure"), "confidence")
@@ -156,13 +156,13 @@ def test_calibration_in_score_after_enough_answers(chat: Console, clock: FakeClo
     for day, (right_answer, sure) in enumerate(outcomes):
         daily = only(chat.handle("/daily"), "question")
         right, wrong = letters(daily, test_bank)
-        chat.handle(f"{right if right_answer else wrong} {'sure' if sure else 'unsure'}")
+        chat.handle(f"daily {right if right_answer else wrong} {'sure' if sure else 'unsure'}")
         if day == 2:
             early = only(chat.handle("/score"), "score")
             assert early.data["calibration"] == {"sure": [3, 3], "unsure": [0, 0], "brier": None, "needed": 7}
             assert "Calibration shows after 7 more answers with sure or unsure." in early.text
         clock.advance(days=1)
-    chat.handle(wrong)  # an answer without a confidence is not counted
+    chat.handle(f"daily {wrong}")  # an answer without a confidence is not counted
     score = only(chat.handle("/score"), "score")
     expected = (6 * 0.1**2 + 2 * 0.9**2 + 0.5**2 + 0.5**2) / 10
     assert score.data["calibration"] == {"sure": [6, 8], "unsure": [1, 2], "brier": round(expected, 3), "needed": 0}

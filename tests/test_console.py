@@ -46,7 +46,7 @@ def test_scripted_session_two_users(chat: Console, test_bank: Bank) -> None:
     right, wrong = "abcde"[right_at], "abcde"[wrong_at]
     wrong_choice = next(c for c in q.choices if c.text == shown[wrong_at])
 
-    ann = only(chat.handle(right.upper() + ")"), "feedback")
+    ann = only(chat.handle("daily " + right.upper() + ")"), "feedback")
     assert ann.to == "user" and ann.data == {
         "correct": True,
         "points": 10,
@@ -54,11 +54,11 @@ def test_scripted_session_two_users(chat: Console, test_bank: Bank) -> None:
         "answer": right.upper(),
         "round_id": question.data["round_id"],
     }
-    double = only(chat.handle(wrong), "already_answered")
+    double = only(chat.handle("daily " + wrong), "already_answered")
     assert double.data["chosen"] == right.upper() and f"already answered {right.upper()}" in double.text
 
     chat.handle("/as Bob")
-    bob = only(chat.handle(wrong), "feedback")
+    bob = only(chat.handle("daily " + wrong), "feedback")
     assert bob.data["correct"] is False and bob.data["points"] == 0
     assert wrong_choice.why in bob.text
     if q.trap:
@@ -68,8 +68,8 @@ def test_scripted_session_two_users(chat: Console, test_bank: Bank) -> None:
     assert reveal.to == "channel" and reveal.data["answer"] == right.upper()
     assert reveal.data["counts"][right.upper()] == 1 and reveal.data["counts"][wrong.upper()] == 1
     assert sum(reveal.data["counts"].values()) == 2
-    closed = only(chat.handle(right), "notice")  # nothing open any more: not an answer
-    assert "no open question" in closed.text
+    closed = only(chat.handle("daily " + right), "notice")  # nothing open any more: not an answer
+    assert "no open daily round" in closed.text
 
     bob_score = only(chat.handle("/score"), "score")
     assert bob_score.data["week_points"] == 0 and bob_score.data["total_points"] == 0
@@ -95,14 +95,32 @@ def test_a_closed_round_says_so(chat: Console, engine: StudyEngine, clock: FakeC
     assert "not scored" in message.text
 
 
-def test_practice_line_answers_the_pending_practice_first(chat: Console) -> None:
-    chat.handle("/daily")
+def test_daily_quiz_a_a_never_spends_the_daily_answer(chat: Console, engine: StudyEngine) -> None:
+    daily = only(chat.handle("/daily"), "question")
+    assert "daily b" in daily.text  # the console's daily round says how it takes an answer
     practice = only(chat.handle("/quiz fundamentals"), "question")
     assert practice.to == "user" and practice.data["round_kind"] == "practice"
     feedback = only(chat.handle("a"), "feedback")
     assert feedback.data["round_id"] == practice.data["round_id"] and feedback.data["points"] == 0
-    daily_feedback = only(chat.handle("a"), "feedback")  # now the daily round
-    assert daily_feedback.data["round_id"] != practice.data["round_id"]
+    assert f"This answered your practice question #{practice.data['round_id']}." in feedback.text
+    second = only(chat.handle("a"), "notice")  # the daily round is not answered by a bare letter
+    assert f"To answer daily round #{daily.data['round_id']}, type daily and your letter" in second.text
+    with engine.store.read() as tx:
+        assert tx.choice_counts(daily.data["round_id"]) == {}
+    taken = only(chat.handle("daily a"), "feedback")
+    assert taken.data["round_id"] == daily.data["round_id"]
+    assert f"This answered daily round #{daily.data['round_id']}; a daily answer is final." in taken.text
+
+
+def test_a_letter_the_round_does_not_show_names_its_own_letters(chat: Console) -> None:
+    practice = only(chat.handle("/quiz fundamentals"), "question")
+    last = "ABCDE"[len(practice.data["choices"]) - 1]
+    for line in ("z", "E" if last != "E" else "z"):
+        reply = only(chat.handle(line), "notice")
+        assert reply.text == (
+            f"#{practice.data['round_id']} has choices A to {last}: reply with one of those letters or a choice's text."
+        )
+    assert "a-e" not in only(chat.handle("hello there"), "notice").text
 
 
 @pytest.mark.parametrize(
@@ -142,7 +160,7 @@ def test_a_locked_database_is_reported_and_nothing_is_lost(
     db = Database(sqlite_url, busy_timeout_ms=200)  # give up fast on another process's lock
     chat = Console(StudyEngine(SqlStore(db), test_bank, clock=clock), community="club", user="Ann")
     card = only(chat.handle("/daily"), "question")
-    ann = only(chat.handle("a"), "feedback")
+    ann = only(chat.handle("daily a"), "feedback")
     assert ann.data["chosen"] == "A" and ann.data["round_id"] == card.data["round_id"]
 
     path = sqlite_url.removeprefix("sqlite:///")
@@ -150,13 +168,13 @@ def test_a_locked_database_is_reported_and_nothing_is_lost(
     blocker.execute("BEGIN EXCLUSIVE")
     try:
         chat.handle("/as Bob")
-        reply = chat.handle("b")
+        reply = chat.handle("daily b")
         assert kinds(reply) == ["error"] and "busy or read-only" in reply[0].text
     finally:
         blocker.rollback()
         blocker.close()
     db.dispose()
-    retry = only(chat.handle("b"), "feedback")  # Bob's retry works once the lock is gone
+    retry = only(chat.handle("daily b"), "feedback")  # Bob's retry works once the lock is gone
     assert retry.data["round_id"] == card.data["round_id"]
     reveal = only(chat.handle("/close"), "reveal")
     assert sum(reveal.data["counts"].values()) == 2  # Ann's answer survived
@@ -171,12 +189,12 @@ def test_a_read_only_database_is_reported_and_nothing_is_lost(
     upgrade(url)
     chat = Console(StudyEngine(SqlStore(Database(url)), test_bank, clock=clock), community="club", user="Ann")
     card = only(chat.handle("/daily"), "question")
-    ann = only(chat.handle("a"), "feedback")
+    ann = only(chat.handle("daily a"), "feedback")
     assert ann.data["chosen"] == "A" and ann.data["round_id"] == card.data["round_id"]
     # Reopen the same file read-only, as a mount or a permission change would.
     ro = Database(f"sqlite:///file:{tmp_path / 'ro.db'}?mode=ro&uri=true")
     ro_chat = Console(StudyEngine(SqlStore(ro), test_bank, clock=clock), community="club", user="Bob")
-    reply = ro_chat.handle("b")
+    reply = ro_chat.handle("daily b")
     assert kinds(reply) == ["error"] and "busy or read-only" in reply[0].text
     board = only(ro_chat.handle("/leaderboard all"), "leaderboard")  # reads still work, and see Ann's answer
     assert board.data == only(chat.handle("/leaderboard all"), "leaderboard").data
@@ -207,7 +225,7 @@ def test_leaderboard_scopes_as_on_discord(chat: Console, clock: FakeClock, test_
     q = test_bank.get(question.data["question_id"])
     assert q is not None
     right = "abcde"[question.data["choices"].index(q.choices[q.answer_index].text)]
-    assert only(chat.handle(right), "feedback").data["points"] > 0
+    assert only(chat.handle("daily " + right), "feedback").data["points"] > 0
     week = f"{clock.now.isocalendar().year}-W{clock.now.isocalendar().week:02d}"
     for scope in ("", " week", " this-week", f" {week}", " all"):
         board = only(chat.handle("/leaderboard" + scope), "leaderboard")
@@ -217,7 +235,7 @@ def test_leaderboard_scopes_as_on_discord(chat: Console, clock: FakeClock, test_
 
 def test_forget_me_asks_first_then_deletes(chat: Console) -> None:
     chat.handle("/daily")
-    points = only(chat.handle("a"), "feedback").data["points"]
+    points = only(chat.handle("daily a"), "feedback").data["points"]
     confirm = only(chat.handle("/forget-me"), "confirm")
     assert confirm.data["answers"] == 1 and "/forget-me confirm" in confirm.text
     assert only(chat.handle("/score"), "score").data["total_points"] == points  # asking deleted nothing

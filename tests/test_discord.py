@@ -276,12 +276,43 @@ async def test_text_reply_answers_by_direct_message(world: World) -> None:
         # a message without a mention carries no content (no message-content intent): ignored
         await fake.say(world.guild, world.channel, BOB, "b")
         fake.closed_dms.add(CAROL["id"])
-        await fake.say(world.guild, world.channel, CAROL, f"<@{fake.app_id}> {letter}")
+        await fake.say(world.guild, world.channel, CAROL, f"<@{fake.app_id}> daily {letter}")
         note = await fake.wait_for(lambda: [m for m in fake.posts(world.channel) if "direct messages" in m["content"]])
         assert "recorded" in note[0]["content"]
         assert not [m for m in fake.messages.values() if m.get("_via") == "dm" and "bob" in str(m)]
         with running.engine.store.read() as tx:
             assert sorted(tx.choice_counts(round_id).values()) == [2]
+    finally:
+        await running.stop()
+
+
+async def test_daily_quiz_a_a_by_mention_never_spends_the_daily_answer(world: World) -> None:
+    running = await world.start()
+    fake = world.fake
+    try:
+        post = await open_round(world, running)
+        round_id = codec.decode_answer(buttons(post)[0]["custom_id"])[0]  # type: ignore[index]
+        quiz = await world.slash("quiz", ALICE, topic="fundamentals")
+        assert quiz["flags"] & EPHEMERAL and "Practice question #" in text_of(quiz)
+
+        def dms() -> list[dict[str, Any]]:
+            return [m for m in fake.messages.values() if m.get("_via") == "dm"]
+
+        await fake.say(world.guild, world.channel, ALICE, f"<@{fake.app_id}> a")  # the practice question
+        first = await fake.wait_for(lambda: dms() or None)
+        assert "This answered your practice question #" in text_of(first[0])
+        await fake.say(world.guild, world.channel, ALICE, f"<@{fake.app_id}> a")  # not the daily round
+        told = await fake.wait_for(
+            lambda: [m for m in fake.posts(world.channel) if "A bare letter answers only" in (m["content"] or "")]
+        )
+        assert f"To answer daily round #{round_id}, use its buttons, reply to its post" in told[0]["content"]
+        with running.engine.store.read() as tx:
+            assert tx.choice_counts(round_id) == {}
+        await fake.say(world.guild, world.channel, ALICE, f"<@{fake.app_id}> a", reply_to=post["id"])
+        second = await fake.wait_for(lambda: dms()[1:] or None)
+        assert f"This answered daily round #{round_id}; a daily answer is final." in text_of(second[0])
+        with running.engine.store.read() as tx:
+            assert sum(tx.choice_counts(round_id).values()) == 1
     finally:
         await running.stop()
 

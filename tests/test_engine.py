@@ -211,9 +211,38 @@ def test_text_answers(test_bank: Bank) -> None:
 def test_text_reply_answers_the_open_round_and_ignores_chatter(engine: StudyEngine, test_bank: Bank) -> None:
     card = open_round(engine)
     assert engine.answer_text(user("Ann"), CH, "good morning everyone") is None
-    feedback = engine.answer_text(user("Ann"), CH, card.choices[right(test_bank, card)].upper())
+    feedback = engine.answer_text(user("Ann"), CH, "daily " + card.choices[right(test_bank, card)].upper())
     assert isinstance(feedback, AnswerFeedback) and feedback.correct
-    assert isinstance(engine.answer_text(user("Ann"), CH, "a"), AlreadyAnswered)
+    assert isinstance(engine.answer_text(user("Ann"), CH, "daily a"), AlreadyAnswered)
+
+
+def test_a_line_answers_exactly_one_round_and_a_bare_letter_never_the_daily(
+    engine: StudyEngine, test_bank: Bank
+) -> None:
+    ann, bob = user("Ann"), user("Bob")
+    daily = open_round(engine)
+    [post] = engine.due_posts("console", "worker-1")
+    engine.delivered(post.outbox_id, "console:post-1")  # the daily round's post, as a platform keeps it
+    practice = engine.quiz(ann, CH, "fundamentals")
+    first = engine.answer_line(ann, CH, "a")  # /daily, /quiz, a: the practice question
+    assert isinstance(first, AnswerFeedback) and first.round_id == practice.round_id and first.kind == "practice"
+    second = engine.answer_line(ann, CH, "a")  # ... a: the daily round is not spent
+    assert isinstance(second, Notice) and f"To answer daily round #{daily.round_id}" in second.text
+    assert engine.answer_line(ann, CH, "good morning") is None  # chatter stays chatter
+    with engine.store.read() as tx:
+        assert tx.choice_counts(daily.round_id) == {}
+    # with a practice question pending, a reply to the daily's post or `daily b` answers the daily
+    engine.quiz(ann, CH, "fundamentals")
+    engine.quiz(bob, CH, "fundamentals")
+    by_reply = engine.answer_line(ann, CH, "b sure", reply_to="console:post-1")
+    assert isinstance(by_reply, AnswerFeedback) and by_reply.round_id == daily.round_id and by_reply.noted
+    by_word = engine.answer_line(bob, CH, "daily B)")
+    assert isinstance(by_word, AnswerFeedback) and by_word.round_id == daily.round_id and by_word.chosen == "B"
+    assert engine.answer_line(bob, CH, "b", reply_to="console:elsewhere") is None  # a reply to another post
+    with engine.store.read() as tx:
+        assert sum(tx.choice_counts(daily.round_id).values()) == 2
+    kept = engine.answer_line(bob, CH, "a")  # Bob's practice question was still his to answer
+    assert isinstance(kept, AnswerFeedback) and kept.kind == "practice"
 
 
 def test_a_letter_with_nothing_open_gets_a_sentence(engine: StudyEngine) -> None:

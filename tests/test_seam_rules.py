@@ -245,12 +245,12 @@ def test_a_text_answer_by_letter_uses_the_shown_order(
         pytest.fail("no round moved its right answer in 40 draws")
     right = shown_right(test_bank, card)
 
-    by_shown = engine.answer_text(user("Ann"), channel, f"{letter(right).lower()})")
+    by_shown = engine.answer_text(user("Ann"), channel, f"daily {letter(right).lower()})")
     assert isinstance(by_shown, AnswerFeedback) and by_shown.correct and by_shown.chosen == letter(right)
-    by_file = engine.answer_text(user("Bob"), channel, letter(question.answer_index))
+    by_file = engine.answer_text(user("Bob"), channel, "daily " + letter(question.answer_index))
     assert isinstance(by_file, AnswerFeedback) and not by_file.correct
     assert by_file.chosen_text == card.choices[question.answer_index]
-    by_text = engine.answer_text(user("Cy"), channel, question.choices[question.answer_index].text.upper())
+    by_text = engine.answer_text(user("Cy"), channel, "daily " + question.choices[question.answer_index].text.upper())
     assert isinstance(by_text, AnswerFeedback) and by_text.correct and by_text.chosen == letter(right)
 
 
@@ -331,7 +331,7 @@ def test_forgetting_a_member_does_not_let_them_answer_again(
 
     # and yet the first answer stays final
     assert engine.answer(ann, card.round_id, right) == AlreadyAnswered(round_id=card.round_id, chosen=None)
-    assert engine.answer_text(ann, CH, letter(right)) == AlreadyAnswered(round_id=card.round_id, chosen=None)
+    assert engine.answer_text(ann, CH, "daily " + letter(right)) == AlreadyAnswered(round_id=card.round_id, chosen=None)
     assert engine.score(ann).total_points == 0 and engine.score(ann).week_points == 0
     board = engine.leaderboard(COMMUNITY)
     assert [row.user for row in board.rows] == ["Bob"]
@@ -517,7 +517,7 @@ DEMO = DemoResultCard(
 )
 
 RENDERED: list[tuple[object, list[str]]] = [
-    (QUESTION, [wording.question_title(QUESTION), *wording.choice_lines(QUESTION.choices), wording.ANSWER_HINT]),
+    (QUESTION, [wording.question_title(QUESTION), *wording.choice_lines(QUESTION.choices), wording.DAILY_TEXT_HINT]),
     (RIGHT, ["Correct! +10 points", *wording.feedback_lines(RIGHT)]),
     (
         WRONG,

@@ -56,7 +56,7 @@ def answer_daily(chat: Console, who: str, round_id: int, right: bool = True) -> 
     chat.handle(f"/as {who}")
     engine = chat.engine
     choice = right_letter(engine, round_id) if right else wrong_letter(engine, round_id)
-    feedback = one(chat.handle(choice), "feedback")
+    feedback = one(chat.handle(f"daily {choice}"), "feedback")
     assert feedback.data["round_id"] == round_id and feedback.data["correct"] is right
     return feedback
 

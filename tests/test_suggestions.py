@@ -121,7 +121,7 @@ def test_console_suggestion_end_to_end(chat: Console, engine: StudyEngine, tmp_p
     assert daily.data["question_id"] == question_id
     chat.handle("/as Cy")
     answer = chr(ord("a") + daily.data["choices"].index(CHOICES[0]))
-    assert only(chat.handle(answer), "feedback").data["correct"] is True
+    assert only(chat.handle(f"daily {answer}"), "feedback").data["correct"] is True
     reveal = only(chat.handle("/close"), "reveal")
     assert reveal.data["author"] == "Ann" and "written by Ann" in reveal.text
 

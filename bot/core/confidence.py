@@ -89,7 +89,9 @@ class ConfidenceMixin(EngineBase):
 
     # Provided by FsrsMixin and RoundsMixin.
     community_parameters: Callable[[int], tuple[float, ...] | None]
-    answer_text: Callable[[UserRef, ChannelRef, str], AnswerFeedback | AlreadyAnswered | RoundClosed | Notice | None]
+    answer_text: Callable[
+        [UserRef, ChannelRef | None, str, str | None], AnswerFeedback | AlreadyAnswered | RoundClosed | Notice | None
+    ]
 
     def confidence_button(self, user: UserRef, custom_id: str) -> ConfidenceNoted | AlreadyNoted:
         """A press of Sure or Unsure under the feedback: its id says the round."""
@@ -119,14 +121,15 @@ class ConfidenceMixin(EngineBase):
         return ConfidenceNoted(round_id, sure, found.correct, rating, due)
 
     def answer_line(
-        self, user: UserRef, channel: ChannelRef, text: str
+        self, user: UserRef, channel: ChannelRef, text: str, reply_to: str | None = None
     ) -> AnswerFeedback | AlreadyAnswered | RoundClosed | Notice | None:
-        """A text answer that may end in how sure the member was (`b sure`, `b unsure`): the
-        answer as `answer_text`, then the confidence recorded with it (one call)."""
+        """A text answer that may end in how sure the member was (`b sure`, `daily b unsure`):
+        the answer as `answer_text` decides it (`reply_to`: the post replied to, if any), then
+        the confidence recorded with it (one call)."""
         rest, sure = split_confidence(text)
         if sure is None:
-            return self.answer_text(user, channel, text)
-        answered = self.answer_text(user, channel, rest)
+            return self.answer_text(user, channel, text, reply_to)
+        answered = self.answer_text(user, channel, rest, reply_to)
         if not isinstance(answered, AnswerFeedback):
             return answered
         noted = self.confide(user, answered.round_id, sure)

@@ -11,14 +11,14 @@ from datetime import datetime, timedelta
 
 from bot.core import choices as codec
 from bot.core import review as spaced
-from bot.core import scoring
+from bot.core import scoring, wording
 from bot.core.bank import Question
 from bot.core.community import CommunityConfig
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput, NotFound
 from bot.core.ports import StoreTx
 from bot.core.records import NewAnswer, NewDaily, RoundRecord
-from bot.core.text import MAX_TEXT, clean_name, looks_like_letter, parse_choice
+from bot.core.text import MAX_TEXT, clean_name, looks_like_any_letter, looks_like_letter, parse_choice
 from bot.core.timing import as_utc
 from bot.core.values import (
     AlreadyAnswered,
@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 LOW_BANK = 7
 # How long a platform event id is remembered (Slack retries within minutes).
 EVENT_MEMORY = timedelta(days=1)
+# `daily b`: the word that makes a text line an answer to the channel's open daily round.
+DAILY_WORD = "daily"
 
 
 def daily_key(community_id: int, channel_id: str, day: str) -> str:
@@ -254,65 +256,89 @@ class RoundsMixin(EngineBase):
             tx.add_review(member_id, question_id, new_state, due)
 
     def answer_text(
-        self, user: UserRef, channel: ChannelRef, text: str
+        self,
+        user: UserRef,
+        channel: ChannelRef | None,
+        text: str,
+        reply_to: str | None = None,
+        event_id: str | None = None,
     ) -> AnswerFeedback | AlreadyAnswered | RoundClosed | Notice | None:
-        """A text reply: answers the user's pending practice question, else the channel's open
-        daily round. Returns None when the text is not an answer (it is then ignored)."""
+        """A text answer, the one place that decides what a line answers (every platform's
+        text path comes here), so a line meant for one question never spends another's answer:
+
+        - `reply_to` (the platform's reference of the post replied to: a Discord reply, a Slack
+          thread) answers THAT daily round; a reply to anything else is chat (None);
+        - `daily b` answers the channel's open daily round;
+        - a bare line (`b`, `B)`, a choice's text) answers the member's pending practice
+          question, and never a daily round: with none pending it says how to answer the daily.
+
+        Returns None when the text is not an answer (it is then ignored). `event_id` (the
+        platform's id of the event) makes a redelivery harmless even after a restart: an
+        answer-like event seen before returns None; it is noted just before the answer, so an
+        event whose handling dies in between is lost, never answered twice."""
         if len(text) > MAX_TEXT:
             raise InvalidInput(f"That message is {len(text):,} characters long; the limit is {MAX_TEXT:,}.")
         now = self.now()
+        first, _, rest = text.strip().partition(" ")
+        explicit = reply_to is None and first.lower() == DAILY_WORD
+        if explicit:
+            text = rest.strip()
         with self.store.read() as tx:
             community = tx.find_community(user.platform, user.community_id)
-            pending = None
-            if community is not None:
-                member_id = tx.find_member(community.id, user.user_id)
-                if member_id is not None:
-                    pending = tx.pending_private(member_id)
-                if pending is None:
-                    pending = tx.open_daily_in(community.id, channel.channel_id, now)
-        if pending is None:
+            target: RoundRecord | None = None
+            daily: RoundRecord | None = None
+            if community is not None and reply_to is not None:
+                target = tx.daily_by_ref(community.id, reply_to)
+            elif community is not None and channel is not None:
+                if not explicit:
+                    member_id = tx.find_member(community.id, user.user_id)
+                    target = None if member_id is None else tx.pending_private(member_id)
+                if target is None:
+                    daily = tx.open_daily_in(community.id, channel.channel_id, now)
+                    if explicit:
+                        target = daily
+        if reply_to is not None and target is None:
+            return None  # a reply to a post that is no round's: chat
+        if target is None:
+            if explicit:
+                return Notice(wording.NO_OPEN_DAILY)
+            if daily is not None:  # a bare line never spends a daily answer
+                daily_question = self._find(daily.question_id)
+                shown = [] if daily_question is None else self._shown(daily, daily_question)
+                if looks_like_letter(text) or (shown and parse_choice(text, shown) is not None):
+                    return Notice(wording.daily_needs_word(daily.id, user.platform))
+                return None
             if looks_like_letter(text):
-                return Notice("There is no open question here right now; a new one comes with the next daily round.")
+                return Notice(wording.NOTHING_OPEN)
             return None
-        question = self._find(pending.question_id)
+        question = self._find(target.question_id)
         if question is None:
             return None
-        shown = [question.choices[i].text for i in self._order(pending, question)]
+        shown = self._shown(target, question)
         choice = parse_choice(text, shown)
         if choice is None:
-            return None
-        return self.answer(user, pending.id, choice)
-
-    def answer_reply(
-        self, user: UserRef, question_ref: str, text: str, event_id: str | None = None
-    ) -> AnswerFeedback | AlreadyAnswered | RoundClosed | None:
-        """A reply in the thread of a daily round's question post (`question_ref`: the
-        platform's reference of that post, as kept on the round, e.g. Slack's
-        "C123:1700000000.000100") answers THAT round, whatever practice question the member
-        has pending. None when the thread is not a round's or the text is not an answer.
-
-        `event_id` (the platform's id of the event) makes a redelivery harmless even after a
-        restart: an answer-like event seen before returns None. It is noted just before the
-        answer, so an event whose handling dies in between is lost, never answered twice."""
-        if len(text) > MAX_TEXT:
-            raise InvalidInput(f"That message is {len(text):,} characters long; the limit is {MAX_TEXT:,}.")
-        with self.store.read() as tx:
-            community = tx.find_community(user.platform, user.community_id)
-            row = None if community is None else tx.daily_by_ref(community.id, question_ref)
-        if row is None:
-            return None
-        question = self._find(row.question_id)
-        if question is None:
-            return None
-        choice = parse_choice(text, [question.choices[i].text for i in self._order(row, question)])
-        if choice is None:
+            if explicit or looks_like_any_letter(text):  # `z`, or `e` with A-D open
+                return Notice(wording.not_a_choice(target.id, len(shown)))
             return None
         if event_id is not None:
             with self.store.write() as tx:
                 if not tx.claim_event(user.platform, event_id, self.now(), EVENT_MEMORY):
                     log.info("%s event %s again: already handled", user.platform, event_id)
                     return None
-        return self.answer(user, row.id, choice)
+        return self.answer(user, target.id, choice)
+
+    def _shown(self, row: RoundRecord, question: Question) -> list[str]:
+        """A round's choices' texts in the order its members were shown them."""
+        return [question.choices[i].text for i in self._order(row, question)]
+
+    def answer_reply(
+        self, user: UserRef, question_ref: str, text: str, event_id: str | None = None
+    ) -> AnswerFeedback | AlreadyAnswered | RoundClosed | Notice | None:
+        """A reply in the thread of a daily round's question post (`question_ref`: the
+        platform's reference of that post, as kept on the round, e.g. Slack's
+        "C123:1700000000.000100") answers THAT round, whatever practice question the member
+        has pending (`answer_text` with `reply_to`)."""
+        return self.answer_text(user, None, text, reply_to=question_ref, event_id=event_id)
 
     def answer_with_home(
         self,

@@ -11,6 +11,7 @@ from bot.core.values import LETTERS
 MAX_TEXT = 2000
 MAX_NAME = 80
 LETTER_RE = re.compile(r"^\s*([a-eA-E])\s*[).]?\s*$")
+ANY_LETTER_RE = re.compile(r"^\s*[a-zA-Z]\s*[).]?\s*$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -22,6 +23,11 @@ def clean_name(name: str) -> str:
 
 def looks_like_letter(text: str) -> bool:
     return LETTER_RE.match(text) is not None
+
+
+def looks_like_any_letter(text: str) -> bool:
+    """One letter of the alphabet (`z`, `E)`): meant as an answer, whether or not it is a choice."""
+    return ANY_LETTER_RE.match(text) is not None
 
 
 def parse_choice(text: str, choices: Sequence[str]) -> int | None:

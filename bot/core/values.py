@@ -350,9 +350,9 @@ class HomeCard:
 class AnswerWithHome:
     """An answer's feedback and, when it was scored (a first answer), the member's HomeCard
     as it is after it (Slack publishes it after the feedback); None for a repeat, a closed
-    round or a Home that could not be read."""
+    round, a Notice (a letter the round does not show) or a Home that could not be read."""
 
-    feedback: AnswerFeedback | AlreadyAnswered | RoundClosed
+    feedback: AnswerFeedback | AlreadyAnswered | RoundClosed | Notice
     home: HomeCard | None
 
 

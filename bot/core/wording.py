@@ -38,8 +38,39 @@ from bot.core.values import (
 
 KIND_LABELS = {"daily": "Daily question", "practice": "Practice question", "review": "Review"}
 ANSWER_HINT = "Reply with a letter or the choice's text."
+# The console's daily round: no buttons and no replies there, so `daily b` answers it.
+DAILY_TEXT_HINT = "Answer with daily and a letter (daily b) or daily and the choice's text; a daily answer is final."
 BUTTON_HINT = "Pick an answer below, or reply with a letter or the choice's text."
-NOT_AN_ANSWER = "That is not an answer to anything open: reply with a letter (a-e) or a choice's text, or type /help."
+NOT_AN_ANSWER = "That is not an answer to anything open: reply with a letter or a choice's text, or type /help."
+NOTHING_OPEN = "There is no open question here right now; a new one comes with the next daily round."
+NO_OPEN_DAILY = "There is no open daily round in this channel to answer; a new one comes with the next daily round."
+
+
+def daily_needs_word(round_id: int, platform: str) -> str:
+    """A bare letter with no practice question pending: it never spends a daily answer."""
+    if platform == "console":
+        how = "type daily and your letter (daily b)"
+    else:
+        how = "use its buttons, reply to its post, or write daily and your letter (daily b)"
+    return (
+        f"A bare letter answers only a practice question you asked for, and you have none pending. "
+        f"To answer daily round #{round_id}, {how}; a daily answer is final."
+    )
+
+
+def not_a_choice(round_id: int, choices: int) -> str:
+    """A letter the round does not show (`z`, or `e` with A-D open): its own letters."""
+    return (
+        f"#{round_id} has choices {letter(0)} to {letter(choices - 1)}: "
+        "reply with one of those letters or a choice's text."
+    )
+
+
+def answered_which(card: AnswerFeedback) -> str:
+    """Which round took a text answer (a daily answer is final, a practice one is not scored)."""
+    if card.kind == "daily":
+        return f"This answered daily round #{card.round_id}; a daily answer is final."
+    return f"This answered your {KIND_LABELS[card.kind].lower()} #{card.round_id}."
 # A click or select whose id the bot cannot decode (an older release's message, a hand-made id).
 STALE_BUTTON = "This button is from an older question and no longer works."
 BUG = "Sorry, something went wrong on our side (incident {incident}); nothing you stored was lost."
@@ -87,6 +118,7 @@ def feedback_lines(card: AnswerFeedback) -> list[str]:
         lines.append(noted(card.noted))
     if card.streak_repaired:
         lines.append(streak_repaired(card.streak_repaired))
+    lines.append(answered_which(card))
     return lines
 
 
@@ -242,6 +274,11 @@ def confirm_forget(card: ConfirmForget, command: str = "/forget-me confirm") -> 
 
 def forgotten(card: Forgotten) -> str:
     return f"Done: {count(card.answers_deleted, 'answer')} and your reviews are deleted."
+
+
+# Who asked for a demo, once they asked to be forgotten (the web demos page, the admin page,
+# `studybot jobs`, a demo still queued or running): the job stays, their id and name do not.
+FORGOTTEN_MEMBER = "a forgotten member"
 
 
 def config_title(card: ConfigCard) -> str:
@@ -669,9 +706,10 @@ CONSOLE_HELP = """Commands:
   /config suggestions    the questions waiting; /config approve N, note N TEXT, reject N, remove QUESTION-ID
   /forget-me [confirm]   delete your data in this community
   /help, /quit
-A bare line answers your pending practice question, else the open daily round
-(a letter such as b, B) or b., or the choice's text). Add how sure you were (b sure,
-b unsure), or type sure or unsure on the next line. While a queued /demo checkpoint
+A bare line answers your pending practice question (a letter such as b, B) or b., or
+the choice's text); the daily round takes only daily and a letter (daily b), so a line
+meant for one never spends the other. Add how sure you were (b sure, daily b unsure),
+or type sure or unsure on the next line. While a queued /demo checkpoint
 invites guesses, guess 1-4 guesses its saving (under 25%, 25-50%, 50-75%, over 75%)."""
 CONSOLE_SAY_WHO = "Say who: /as NAME."
 CONSOLE_BYE = "Bye."

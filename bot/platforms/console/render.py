@@ -97,7 +97,7 @@ def render(card: Card) -> list[Message]:
                     wording.question_title(card),
                     card.prompt,
                     _indent(wording.choice_lines(card.choices)),
-                    wording.ANSWER_HINT,
+                    wording.DAILY_TEXT_HINT if card.kind == "daily" else wording.ANSWER_HINT,
                 ]
             )
             data = {

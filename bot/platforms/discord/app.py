@@ -542,7 +542,9 @@ class DiscordApp:
             return
         user = UserRef(PLATFORM, str(message.guild.id), str(message.author.id), message.author.display_name)
         channel = ChannelRef(PLATFORM, str(message.guild.id), str(message.channel.id))
-        result = await self.runtime.call(self.engine.answer_line, user, channel, text)
+        reference = message.reference
+        reply_to = str(reference.message_id) if reference is not None and reference.message_id else None
+        result = await self.runtime.call(self.engine.answer_line, user, channel, text, reply_to)
         if result is None:
             return
         reply = layout.render(result)

@@ -368,6 +368,7 @@ def render(card: Card) -> Reply:
                 lines.append(wording.trap_line(card.trap))
             if card.noted is not None:
                 lines.append(wording.noted(card.noted))
+            lines.append(wording.answered_which(card))
             colour = GREEN if card.correct else RED
             reply = Reply(embed=embed(wording.feedback_headline(card), "\n\n".join(lines), colour))
             if card.noted is None:  # how sure: asked under the feedback, once
