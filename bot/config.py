@@ -212,10 +212,8 @@ class Settings(BaseSettings):
     web_url: str | None = None
     web_secret: SecretStr | None = None
     web_link_hours: float = Field(default=168.0, gt=0, le=24 * 366)
-    # A client that has not sent a whole request's headers within this many seconds is
-    # disconnected (aiohttp's handler timeout); an idle kept-alive connection closes after
-    # web_keepalive_s.
-    web_header_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    # The page closes a connection that has not sent a whole request's headers within this
+    # many seconds (a half-sent request), or that sits idle this long after a response.
     web_keepalive_s: float = Field(default=15.0, gt=0, le=300)
 
     @field_validator("web_secret")

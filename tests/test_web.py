@@ -74,7 +74,7 @@ def _answer(chat: Console, who: str, question_id: str, correct: bool, said: str 
     assert question is not None
     index = question.answer_index if correct else (question.answer_index + 1) % len(question.choices)
     chat.handle(f"/as {who}")
-    out = chat.handle(question.choices[index].text)
+    out = chat.handle(f"daily {question.choices[index].text}")  # `daily ...` answers the open daily round
     assert any(m.kind == "feedback" for m in out), out
     if said:  # how sure, on the next line
         assert any(m.kind == "confidence" for m in chat.handle(said))
@@ -552,3 +552,171 @@ def test_a_generated_web_secret_is_accepted(tmp_path: Path, monkeypatch: pytest.
     generated = secrets.token_urlsafe(32)
     settings = load_settings(web_secret=generated, web_url="https://study.example.org")
     assert settings.web_secret is not None and settings.web_secret.get_secret_value() == generated
+
+
+class Served:
+    """A WebServer (or start_web's) on its own event loop in a thread, for raw-socket tests."""
+
+    def __init__(self, start: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.server: Any = None
+        started = threading.Event()
+
+        def main() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.server = self.loop.run_until_complete(start())
+            started.set()
+            self.loop.run_forever()
+            self.loop.run_until_complete(self.server.close())
+
+        self.thread = threading.Thread(target=main, name="web-raw-test", daemon=True)
+        self.thread.start()
+        assert started.wait(30)
+        self.port = int(self.server.port)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def raw(port: int, data: bytes, wait_s: float = 30) -> bytes:
+    """Send bytes on a fresh connection and read until the server closes it."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=wait_s) as conn:
+        conn.sendall(data)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def headers_of(url: str, extra: dict[str, str] | None = None) -> tuple[int, Any]:
+    request = urllib.request.Request(url, headers=extra or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.headers
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers
+
+
+BAD_QUERIES = (
+    ("board?week=0001-W01", "week must be"),  # OverflowError in the week before
+    ("board?week=9999-W52", "week must be"),  # and in the week after
+    ("board?week=2026-W54", "week must be"),
+    ("board?week=\u0662\u0660\u0662\u0666-W48", "week must be"),  # Arabic-Indic digits: int() reads them
+    ("board?week=2026-W\u00b9\u00b2", "week must be"),
+    ("board?week=nonsense", "week must be"),
+    ("board?page=\u00b2", "page must be"),  # "²".isdigit() is True, int("²") fails
+    ("board?page=\u0663", "page must be"),
+    ("board?page=0", "page must be"),
+    ("board?page=-1", "page must be"),
+    ("board?page=1e3", "page must be"),
+    ("board?page=99999999999999999999", "page must be"),
+    ("bank?page=\u00b2", "page must be"),
+    ("bank?topic=nope", "topic must be"),
+    ("bank?topic=fundamentals&page=\u00b2", "page must be"),
+)
+
+
+@pytest.mark.parametrize("path, words", BAD_QUERIES, ids=[p for p, _ in BAD_QUERIES])
+def test_bad_query_parameters_get_400_with_a_sentence(site: Site, path: str, words: str) -> None:
+    """Every query parameter is read as ASCII digits within bounds: a bad one is 400 with one
+    sentence, on a member's link and on a public page; never a 500."""
+    from urllib.parse import quote
+
+    target, _, parameters = path.partition("?")
+    safe = "?" + "&".join(f"{quote(k)}={quote(v)}" for k, v in (pair.split("=", 1) for pair in parameters.split("&")))
+    for base in (member_link(site, "Ann").removesuffix("/me"), f"{site.base}/c/console/open"):
+        code, html = status(f"{base}/{target}{safe}")
+        assert code == 400, (base, path, html)
+        assert words in html and "Something went wrong" not in html and "Traceback" not in html
+
+
+def test_good_query_parameters_still_show_the_page(site: Site) -> None:
+    base = member_link(site, "Ann").removesuffix("/me")
+    for path in (
+        "board?week=2026-W48",
+        "board?week=2026-w48",
+        "board?week=all",
+        "board?page=1",
+        "board?page=",
+        "bank?topic=fundamentals",
+        "bank?page=2",
+        "board?page=500",
+    ):
+        assert status(f"{base}/{path}")[0] == 200, path
+    assert status(f"{base}/demos/\u00b2/chart.png".replace("\u00b2", "%C2%B2"))[0] == 404  # a path, not a query
+
+
+def test_signed_tokens_never_reach_the_log(site: Site, caplog: pytest.LogCaptureFixture) -> None:
+    """At DEBUG: aiohttp writes a request line it cannot parse into the log, path and all; the
+    token in it is redacted (a page viewed, and a page that fails, log none either)."""
+    import logging
+
+    link = member_link(site, "Ann")
+    token = link.split("/s/")[1].split("/")[0]
+    port = int(site.base.rsplit(":", 1)[1])
+    caplog.set_level(logging.DEBUG)
+    raw(port, f"GET /s/{token}/me HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n".encode())  # a bad header line
+    raw(port, f"GET /s/{token}/me HTTP/9.9\r\nHost: x\r\n\r\n".encode())  # a bad version
+    raw(port, f"G\x01T /s/{token}/me HTTP/1.1\r\nHost: x\r\n\r\n".encode())  # a bad method (logged at DEBUG)
+    raw(port, f"GET /s/{token}/me\r\nmore HTTP/1.1\r\nHost: x\r\n\r\n".encode())  # a CR/LF in the line
+    assert status(link)[0] == 200 and status(link.replace("/me", "/board?page=%C2%B2"))[0] == 400
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    lines = [formatter.format(record) for record in caplog.records]
+    assert any("/s/<redacted>" in line for line in lines if line.startswith("aiohttp.server")), lines
+    assert not [line for line in lines if token in line or token[:20] in line]
+    assert not any("\n" in record.getMessage() for record in caplog.records if record.name == "aiohttp.server")
+
+
+def test_half_sent_request_is_closed_after_the_header_timeout(site: Site, tmp_path: Path) -> None:
+    """A connection that never finishes its headers is closed after STUDYBOT_WEB_KEEPALIVE_S
+    (aiohttp's default is an hour): recv returns the end of the stream, not the socket's 30 s
+    timeout. A whole request on a fresh connection is still answered."""
+    import socket
+
+    from bot.config import Settings
+    from bot.web.app import start_web
+
+    with socket.socket() as probe:  # a free port (Settings refuses port 0)
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    settings = Settings(web_port=free, web_host="127.0.0.1", web_keepalive_s=0.5, web_url=None, web_secret=None)
+    served = Served(lambda: start_web(site.engine, settings))
+    try:
+        assert raw(served.port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ") == b""
+        answer = raw(served.port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok")
+    finally:
+        served.close()
+
+
+def test_hsts_behind_tls_and_no_server_version(site: Site) -> None:
+    """HSTS when the page's URL is https or the proxy says X-Forwarded-Proto: https, not over
+    plain HTTP; the Server header names no version, on pages, aiohttp's own 404 and a request
+    aiohttp could not parse."""
+    link = member_link(site, "Ann")
+    for url in (link, f"{site.base}/nothing-here", f"{site.base}/c/console/guild/board"):
+        code, headers = headers_of(url)
+        assert headers["Server"] == "studybot", (url, code)
+        assert "Strict-Transport-Security" not in headers
+        code, headers = headers_of(url, {"X-Forwarded-Proto": "https"})
+        assert headers["Strict-Transport-Security"].startswith("max-age=")
+    port = int(site.base.rsplit(":", 1)[1])
+    answer = raw(port, b"GET / HTTP/9.9\r\nHost: x\r\n\r\n").decode("latin-1")
+    assert answer.startswith("HTTP/1.") and " 400 " in answer.split("\r\n")[0]
+    assert "Server: studybot\r\n" in answer and "aiohttp/" not in answer and "Python/" not in answer
+
+    https_links = WebLinks("https://study.example.org", SECRET, WEEK_SECONDS)
+    served = Served(lambda: _started(WebServer(build_app(site.engine, https_links), "127.0.0.1", 0)))
+    try:
+        code, headers = headers_of(f"http://127.0.0.1:{served.port}/")
+        assert code == 200 and headers["Strict-Transport-Security"] == "max-age=31536000"
+    finally:
+        served.close()
+
+
+async def _started(server: WebServer) -> WebServer:
+    await server.start()
+    return server

@@ -30,13 +30,12 @@ from markupsafe import Markup
 from bot import anki
 from bot.bridge import Bridge, report_incident
 from bot.core import wording
-from bot.core.bank import TOPICS
 from bot.core.engine import StudyEngine
 from bot.core.errors import NotFound, StudyBotError
 from bot.core.values import AnkiDeck, BankEntry, ChoiceReveal, CommunityRef
 from bot.core.wording import BUG
-from bot.web import charts
-from bot.web.links import BadLink, Grant, WebLinks
+from bot.web import charts, query
+from bot.web.links import BadLink, Grant, WebLinks, keep_tokens_out_of_logs
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +45,11 @@ ENGINE = web.AppKey("engine", StudyEngine)
 LINKS = web.AppKey("links", WebLinks)
 RUN = web.AppKey("run", object)
 JINJA = web.AppKey("jinja", Environment)
+HTTPS = web.AppKey("https", bool)
+# The Server header: the software's name, never its version (nor Python's).
+SERVER = "studybot"
+# Behind TLS, browsers keep to https for a year.
+HSTS = "max-age=31536000"
 
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
@@ -107,11 +111,16 @@ def build_app(
     engine: StudyEngine,
     links: WebLinks | None,
     run: Callable[..., Awaitable[Any]] | None = None,
+    https: bool | None = None,
 ) -> web.Application:
     """The web app. `run(fn, *args)` runs an engine call off the loop (the bot's bridge);
-    without it the app makes its own small pool. `links` None: only public pages."""
+    without it the app makes its own small pool. `links` None: only public pages. `https`:
+    whether people reach it over TLS (STUDYBOT_WEB_URL is https://; by default the links'
+    base URL says), so every response carries HSTS; a proxy's X-Forwarded-Proto: https too."""
+    keep_tokens_out_of_logs()
     app = web.Application(middlewares=[_headers])
     app[ENGINE] = engine
+    app[HTTPS] = https if https is not None else links is not None and links.base_url.startswith("https://")
     if links is not None:
         app[LINKS] = links
     if run is None:
@@ -155,9 +164,20 @@ async def _headers(request: web.Request, handler: Callable[[web.Request], Awaita
 def _secure(request: web.Request, response: web.StreamResponse) -> None:
     for key, value in HEADERS.items():
         response.headers.setdefault(key, value)
+    response.headers["Server"] = SERVER
+    if _over_tls(request):
+        response.headers["Strict-Transport-Security"] = HSTS
     if request.path.startswith("/s/"):
         response.headers["Cache-Control"] = "private, no-store"
         response.headers["X-Robots-Tag"] = "noindex, nofollow"
+
+
+def _over_tls(request: web.Request) -> bool:
+    """Whether this request came over TLS: the configured URL is https, the connection is, or
+    the proxy in front says so (its first X-Forwarded-Proto). Over plain HTTP a browser
+    ignores HSTS, so a forged header gains nothing."""
+    forwarded = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+    return request.app.get(HTTPS, False) or request.scheme == "https" or forwarded == "https"
 
 
 def render(request: web.Request, template: str, status: int = 200, **context: Any) -> web.Response:
@@ -260,11 +280,6 @@ def nav(viewer: Viewer, current: str) -> list[tuple[str, str, bool]]:
     return [(label, f"{viewer.prefix}/{path}", path == current) for label, path in items]
 
 
-def _page_number(request: web.Request) -> int:
-    text = request.query.get("page", "1")
-    return int(text) if text.isdigit() and 0 < len(text) < 7 else 1
-
-
 # --------------------------------------------------------------------- pages
 
 
@@ -276,11 +291,10 @@ async def entry(request: web.Request, viewer: Viewer) -> web.StreamResponse:
 
 
 async def board(request: web.Request, viewer: Viewer) -> web.StreamResponse:
-    scope = request.query.get("week") or None
+    scope = query.week_scope(request.query.get("week"))
+    number = query.page_number(request.query.get("page"))
     engine = request.app[ENGINE]
-    page = await call(
-        request, viewer, engine.leaderboard_page, viewer.community, scope, _page_number(request), viewer.user_id
-    )
+    page = await call(request, viewer, engine.leaderboard_page, viewer.community, scope, number, viewer.user_id)
     return render(request, "board.html", viewer=viewer, nav=nav(viewer, "board"), community=page.community, board=page)
 
 
@@ -292,11 +306,10 @@ async def member(request: web.Request, viewer: Viewer) -> web.StreamResponse:
 
 
 async def bank(request: web.Request, viewer: Viewer) -> web.StreamResponse:
-    topic = request.query.get("topic") or None
-    if topic is not None and topic not in TOPICS:
-        raise NotFound("Not found.")
+    topic = query.topic(request.query.get("topic"))
+    number = query.page_number(request.query.get("page"))
     engine = request.app[ENGINE]
-    page = await call(request, viewer, engine.bank_page, viewer.community, topic, _page_number(request))
+    page = await call(request, viewer, engine.bank_page, viewer.community, topic, number)
     return render(request, "bank.html", viewer=viewer, nav=nav(viewer, "bank"), community=page.community, page=page)
 
 
@@ -333,10 +346,10 @@ async def demos(request: web.Request, viewer: Viewer) -> web.StreamResponse:
 
 
 async def chart(request: web.Request, viewer: Viewer) -> web.StreamResponse:
-    job = request.match_info["job"]
-    if not job.isdigit() or len(job) > 12:
+    job = query.job_number(request.match_info["job"])
+    if job is None:
         raise NotFound("Not found.")
-    path = await call(request, viewer, request.app[ENGINE].demo_chart, viewer.community, int(job))
+    path = await call(request, viewer, request.app[ENGINE].demo_chart, viewer.community, job)
     if not path or not await asyncio.to_thread(Path(path).is_file):
         raise NotFound("Not found.")
     return web.FileResponse(path, headers={"Content-Type": "image/png"})
@@ -354,17 +367,32 @@ async def admin(request: web.Request, viewer: Viewer) -> web.StreamResponse:
 # ------------------------------------------------------------------- serving
 
 
-class WebServer:
-    """The app on a TCP port, on the running event loop (in the bot process, or alone)."""
+def hide_server_version() -> None:
+    """aiohttp answers a request it cannot parse (a bad request line, a header too long) from
+    its protocol, past every middleware, with `Server: Python/3.x aiohttp/3.y`: it reads that
+    from web_response's module global when the response is sent (aiohttp issue #8870), so the
+    process's servers say only SERVER."""
+    from aiohttp import web_response
 
-    def __init__(self, app: web.Application, host: str, port: int) -> None:
+    web_response.SERVER_SOFTWARE = SERVER  # type: ignore[attr-defined]
+
+
+class WebServer:
+    """The app on a TCP port, on the running event loop (in the bot process, or alone).
+    `keepalive_s`: aiohttp closes a connection that has not sent a whole request's headers
+    within it (a half-sent request, from its first byte) or sits idle that long after a
+    response (its default is an hour)."""
+
+    def __init__(self, app: web.Application, host: str, port: int, keepalive_s: float = 15.0) -> None:
         self.app = app
         self.host = host
         self.port = port
+        self.keepalive_s = keepalive_s
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> int:
-        self._runner = web.AppRunner(self.app, access_log=None)
+        hide_server_version()
+        self._runner = web.AppRunner(self.app, access_log=None, keepalive_timeout=self.keepalive_s)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
@@ -390,9 +418,9 @@ async def start_web(
     a platform's HTTP endpoints served beside it (Slack's /slack/events), one port for both."""
     from bot.web.links import make_links
 
-    app = build_app(engine, make_links(settings), run)
+    app = build_app(engine, make_links(settings), run, https=str(settings.web_url or "").startswith("https://"))
     app.add_routes(routes)
-    server = WebServer(app, settings.web_host, settings.web_port)
+    server = WebServer(app, settings.web_host, settings.web_port, settings.web_keepalive_s)
     await server.start()
     return server
 

@@ -5,6 +5,7 @@ engine asks for them through the core's `Links` port when it words `/score` and 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,6 +88,67 @@ class WebLinks:
             user_id=user if isinstance(user, str) else None,
             admin=data.get("a") == 1,
         )
+
+
+# A signed link's token in a path or URL: /s/<token>. What a log line keeps is /s/<redacted>.
+_TOKEN_IN_PATH = re.compile(r"(/s/)[^/\s'\"?#<>\\]+")
+REDACTED = "<redacted>"
+# The loggers that can write a request's path: aiohttp's (a malformed request line, the access
+# log), the page's own and the bridge's incident reports (a logger's filter is not its
+# children's, so each is named).
+PATH_LOGGERS = (
+    "aiohttp.server",
+    "aiohttp.access",
+    "aiohttp.web",
+    "aiohttp.internal",
+    "bot.web.app",
+    "bot.web.links",
+    "bot.bridge",
+)
+
+
+def redact_tokens(text: str) -> str:
+    """`text` with every signed link's token replaced by <redacted>."""
+    return _TOKEN_IN_PATH.sub(r"\1" + REDACTED, text)
+
+
+class RedactTokens(logging.Filter):
+    """Rewrites a record so that no signed token reaches a handler: its message, and the
+    text of its exception (aiohttp's BadStatusLine quotes the request line, path and all).
+    A request the server could not parse is one line: its traceback says nothing an
+    operator can act on, and its text is the sender's (a CR or LF in it could forge a line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            if _unparsable(exc):
+                said = " ".join(str(exc).split())  # one line: the sender's CR and LF are gone
+                message = f"{message}: {type(exc).__name__}: {said}"
+                record.exc_info, record.exc_text = None, None
+            else:
+                record.exc_text = redact_tokens(logging.Formatter().formatException(record.exc_info))
+        record.msg, record.args = redact_tokens(message), ()
+        if record.stack_info:
+            record.stack_info = redact_tokens(record.stack_info)
+        return True
+
+
+def _unparsable(exc: BaseException) -> bool:
+    from aiohttp.http_exceptions import HttpProcessingError
+
+    return isinstance(exc, HttpProcessingError)
+
+
+_FILTER = RedactTokens()
+
+
+def keep_tokens_out_of_logs() -> None:
+    """Put the redacting filter on every logger that can write a request's path (once)."""
+    for name in PATH_LOGGERS:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
 
 
 def make_links(settings: Any) -> WebLinks | None:
