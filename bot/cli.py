@@ -7,8 +7,10 @@ import csv
 import io
 import json
 import logging
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -151,7 +153,7 @@ def console(
 ) -> None:
     """Chat with the bot in this terminal: no Discord or Slack account needed."""
     from bot.platforms.console import ConsoleOptions
-    from bot.platforms.launch import serve
+    from bot.platforms.launch import LaunchError, serve
 
     settings = Settings()
     setup_logging(settings, quiet=True)
@@ -167,6 +169,8 @@ def console(
     )
     try:  # the console is a platform like the others: on the Runtime, its scheduler and demo runner
         asyncio.run(serve(settings, engine, ("console",), schedule=schedule, console=options))
+    except LaunchError as exc:  # the web page's port (STUDYBOT_WEB_PORT) taken
+        raise fail(str(exc), 2) from None
     except KeyboardInterrupt:
         pass
 
@@ -183,6 +187,7 @@ def run(
 ) -> None:
     """Start the platforms whose tokens are set (all in one process); with none, the console chat."""
     from bot.platforms.launch import LaunchError, choose_platforms, serve, unavailable
+    from bot.platforms.preflight import PlatformRefused, check_reachable, shape_problem
 
     settings = Settings()
     if port is not None:
@@ -196,11 +201,20 @@ def run(
     if problem is not None:
         raise fail(problem, 2)
     if chosen != ("console",):
+        problem = shape_problem(settings, chosen)  # a malformed token: before anything connects
+        if problem is not None:
+            raise fail(problem, 2)
         setup_logging(settings)
         engine = _engine_or_exit(settings)
+        try:  # the platform answers and takes the tokens, a few tries apart, or one sentence and exit 1
+            check_reachable(settings, chosen)
+        except PlatformRefused as exc:
+            raise fail(exc.sentence, 1) from None
         log.info("starting %s", ", ".join(chosen))
         try:
             asyncio.run(serve(settings, engine, chosen))
+        except LaunchError as exc:
+            raise fail(str(exc), 2) from None
         except KeyboardInterrupt:
             pass
         return
@@ -219,7 +233,8 @@ def web(
     port: Annotated[int | None, typer.Option(help="The port (default STUDYBOT_WEB_PORT, else 8080).")] = None,
 ) -> None:
     """Serve the study web page alone (`studybot run` serves it too when STUDYBOT_WEB_PORT is set)."""
-    from bot.web.app import serve_forever
+    from bot.platforms.launch import LaunchError, port_problem
+    from bot.web.app import start_web
 
     settings = Settings()
     settings = settings.model_copy(update={"web_port": port or settings.web_port or 8080})
@@ -227,9 +242,22 @@ def web(
     engine = _engine_or_exit(settings)
     if engine.links is None:
         typer.echo("STUDYBOT_WEB_URL or STUDYBOT_WEB_SECRET is not set: only public communities' pages open.", err=True)
-    typer.echo(f"Serving the web page on http://{settings.web_host}:{settings.web_port}/", err=True)
+
+    async def serve_page() -> None:
+        try:
+            server = await start_web(engine, settings)
+        except OSError as exc:
+            raise port_problem(exc, settings.web_host, settings.web_port, "STUDYBOT_WEB_PORT or --port") from None
+        typer.echo(f"Serving the web page on http://{settings.web_host}:{settings.web_port}/", err=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await server.close()
+
     try:
-        asyncio.run(serve_forever(engine, settings))
+        asyncio.run(serve_page())
+    except LaunchError as exc:
+        raise fail(str(exc), 2) from None
     except KeyboardInterrupt:
         pass
 
@@ -325,8 +353,10 @@ def questions_export(
     out: Annotated[Path, typer.Option(help="The folder the YAML files go to (one per topic).")] = Path(
         "exported-questions"
     ),
+    force: Annotated[bool, typer.Option("--force", help="Replace files of the same names in the folder.")] = False,
 ) -> None:
-    """Write a community's approved members' questions as bank YAML (questions lint passes it)."""
+    """Write a community's approved members' questions as bank YAML (questions lint passes it).
+    Refuses to replace a file without --force, and never writes through a symbolic link."""
     engine = _engine_or_exit(Settings())
     found = _community_or_exit(engine, community, platform)
     if len(found) > 1:
@@ -338,11 +368,53 @@ def questions_export(
     if not files:
         typer.echo(f"No approved members' questions in {found[0].platform}/{community}.")
         return
+    problem = export_problem(out, [f"{topic}.yaml" for topic in files], force)
+    if problem:
+        raise fail(problem, 2)
     out.mkdir(parents=True, exist_ok=True)
     for topic, text in files.items():
-        (out / f"{topic}.yaml").write_text(text, encoding="utf-8")
+        write_new(out / f"{topic}.yaml", text, force)
         typer.echo(f"wrote {out / f'{topic}.yaml'}")
     typer.echo(f"Check them with: studybot questions lint {out}")
+
+
+def export_problem(out: Path, names: list[str], force: bool) -> str | None:
+    """Why the export may not write these files into `out`, in one sentence, or None: a link
+    (the folder or a file), something not a folder or file in the way, a file without --force."""
+    if out.is_symlink():
+        return f"{out} is a symbolic link: the export never writes through one; choose another --out."
+    if out.exists() and not out.is_dir():
+        return f"{out} is not a folder: choose another --out."
+    for name in names:
+        target = out / name
+        if target.is_symlink():
+            return f"{target} is a symbolic link: the export never writes through one; remove it or choose another --out."
+        if target.exists() and not target.is_file():
+            return f"{target} is not a file: remove it or choose another --out."
+        if target.exists() and not force:
+            return f"{target} exists: add --force to replace it, or choose another --out."
+    return None
+
+
+def write_new(target: Path, text: str, force: bool) -> None:
+    """Write `text` to `target` without following a link: a new file (O_EXCL, O_NOFOLLOW), or
+    with `force` a temporary file beside it moved over it (a link planted since is replaced
+    itself, never written through)."""
+    data = text.encode("utf-8")
+    if not force:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        return
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 @questions_app.command("analysis")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import os
 import re
@@ -466,10 +467,13 @@ def test_send_failure_classes() -> None:
     assert not send_failure(ConnectionResetError("reset")).permanent
 
 
+FAKE_TOKEN = base64.b64encode(b"1234567890123456789").decode().rstrip("=") + ".GhIjKl.Zm9vYmFyYmF6cXV4cXV1eGNvcmdl"
+
+
 async def test_studybot_run_discord_serves(world: World, tmp_path: Path) -> None:
     env = {
         **os.environ,
-        "DISCORD_TOKEN": "fake-token",
+        "DISCORD_TOKEN": FAKE_TOKEN,  # shaped like a bot token: `run` checks the shape first
         "STUDYBOT_DISCORD_API_URL": world.fake.api,
         "STUDYBOT_DATABASE_URL": world.settings.database_url,
         "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK),
@@ -490,7 +494,7 @@ async def test_studybot_run_discord_serves(world: World, tmp_path: Path) -> None
     finally:
         process.terminate()
         _, err = await asyncio.wait_for(process.communicate(), 30)
-    assert b"fake-token" not in err
+    assert FAKE_TOKEN.encode() not in err
 
 
 # ------------------------------------------------------------------ shards

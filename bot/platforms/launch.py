@@ -8,6 +8,7 @@ nor a signing secret) is named with the variable that is missing."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import importlib
 import importlib.util
 import logging
@@ -57,6 +58,16 @@ def adapters() -> tuple[str, ...]:
 
 class LaunchError(ValueError):
     """One sentence for the person starting the bot; the process exits with status 2."""
+
+
+def port_problem(exc: OSError, host: str, port: int | None, variable: str) -> LaunchError:
+    """A port the bot cannot listen on (in use, or not ours to open) as one sentence."""
+    where = f"port {port} on {host}"
+    if exc.errno == errno.EADDRINUSE:
+        return LaunchError(
+            f"Cannot serve on {where} ({variable}): it is already in use; stop what uses it or choose another port."
+        )
+    return LaunchError(f"Cannot serve on {where} ({variable}): {exc.strerror or exc}; choose another port.")
 
 
 def _slack_oauth(settings: Settings) -> bool:
@@ -161,17 +172,27 @@ async def serve(
     apps = [_attach(name, settings, runtime, console) for name in platforms]
     await runtime.start(schedule=schedule)
     web_server = None
-    if settings.web_port is not None:  # the study web page, on this loop, engine calls through the bridge
-        from bot.web.app import start_web
-
-        # a platform's HTTP endpoints (Slack's /slack/events) on the page's port: one port to expose
-        routes = [route for app in apps for route in (app.http_routes() if isinstance(app, ServesHttp) else [])]
-        web_server = await start_web(engine, settings, runtime.bridge.run, routes)
-    tasks = [asyncio.create_task(app.run(), name=f"run-{name}") for app, name in zip(apps, platforms, strict=True)]
+    tasks: list[asyncio.Task[None]] = []
     try:
+        if settings.web_port is not None:  # the study web page, on this loop, engine calls through the bridge
+            from bot.web.app import start_web
+
+            # a platform's HTTP endpoints (Slack's /slack/events) on the page's port: one port to expose
+            routes = [route for app in apps for route in (app.http_routes() if isinstance(app, ServesHttp) else [])]
+            try:
+                web_server = await start_web(engine, settings, runtime.bridge.run, routes)
+            except OSError as exc:
+                raise port_problem(exc, settings.web_host, settings.web_port, "STUDYBOT_WEB_PORT") from None
+        tasks = [asyncio.create_task(app.run(), name=f"run-{name}") for app, name in zip(apps, platforms, strict=True)]
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
-            task.result()  # a platform that failed to start stops the process with its error
+            try:
+                task.result()  # a platform that failed to start stops the process with its error
+            except OSError as exc:
+                if exc.errno not in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
+                    raise
+                # only Slack over HTTP listens on a port of its own (STUDYBOT_PORT, `run --port`)
+                raise port_problem(exc, settings.host, settings.port, "STUDYBOT_PORT or --port") from None
     finally:
         for app in apps:
             try:
