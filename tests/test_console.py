@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -110,6 +111,16 @@ def test_daily_quiz_a_a_never_spends_the_daily_answer(chat: Console, engine: Stu
     taken = only(chat.handle("daily a"), "feedback")
     assert taken.data["round_id"] == daily.data["round_id"]
     assert f"This answered daily round #{daily.data['round_id']}; a daily answer is final." in taken.text
+
+
+def test_daily_after_close_says_the_round_is_closed_and_when_the_next_opens(chat: Console) -> None:
+    first = only(chat.handle("/daily"), "question")
+    assert "already open" in only(chat.handle("/daily"), "notice").text
+    chat.handle("/close")
+    again = only(chat.handle("/daily"), "notice")
+    assert "already open" not in again.text
+    assert again.text.startswith(f"Today's round (#{first.data['round_id']}, ")
+    assert re.search(r"is closed; the next one opens \d{4}-\d\d-\d\d \d\d:\d\d \(UTC\)\.$", again.text), again.text
 
 
 def test_a_letter_the_round_does_not_show_names_its_own_letters(chat: Console) -> None:

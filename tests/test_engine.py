@@ -11,7 +11,7 @@ from typing import get_args, get_type_hints
 import pytest
 
 from bot.core import choices as codec
-from bot.core import values
+from bot.core import values, wording
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput, NotFound
@@ -243,6 +243,21 @@ def test_a_line_answers_exactly_one_round_and_a_bare_letter_never_the_daily(
         assert sum(tx.choice_counts(daily.round_id).values()) == 2
     kept = engine.answer_line(bob, CH, "a")  # Bob's practice question was still his to answer
     assert isinstance(kept, AnswerFeedback) and kept.kind == "practice"
+
+
+def test_a_level_is_named_only_after_a_few_answers(engine: StudyEngine, test_bank: Bank) -> None:
+    ann, bob = user("Ann"), user("Bob")
+    for who, correct in ((ann, True), (bob, False)):  # one right answer, one miss
+        card = engine.quiz(who, CH, "fundamentals")
+        at = right(test_bank, card)
+        engine.answer(who, card.round_id, at if correct else (at + 1) % len(card.choices))
+        [line] = [t for t in wording.score_lines(engine.score(who)) if t.startswith("fundamentals:")]
+        assert line == "fundamentals: 1 answer so far; a level shows after 5."  # no "expert", no "about 7%"
+    for _ in range(4):
+        card = engine.quiz(ann, CH, "fundamentals")
+        engine.answer(ann, card.round_id, right(test_bank, card))
+    [named] = engine.score(ann).levels
+    assert named.answers == 5 and named.name is not None and named.chance is not None
 
 
 def test_a_letter_with_nothing_open_gets_a_sentence(engine: StudyEngine) -> None:

@@ -18,6 +18,7 @@ from bot.core.engine_base import FORMER_MEMBER, EngineBase
 from bot.core.errors import InvalidInput, NotFound
 from bot.core.ports import StoreTx
 from bot.core.records import SuggestionRecord
+from bot.core.numbers import ascii_int
 from bot.core.text import clean_name
 from bot.core.values import (
     ChannelRef,
@@ -69,15 +70,16 @@ def decode_decision(custom_id: str) -> tuple[int, str] | None:
     if not custom_id.startswith(QUEUE_PREFIX):
         return None
     number, _, action = custom_id[len(QUEUE_PREFIX) :].partition(":")
-    if not number.isdigit() or action not in ACTIONS or len(number) > 12:
+    decoded = ascii_int(number, max_digits=12)
+    if decoded is None or action not in ACTIONS:
         return None
-    return int(number), action
+    return decoded, action
 
 
 def decode_draft(custom_id: str, prefix: str = SUGGEST_PREFIX) -> int | None:
     """`sb1:sg:12` (or, with `prefix=RETRY_PREFIX`, `sb1:sf:12`) -> 12; None for anything else."""
     rest = custom_id[len(prefix) :] if custom_id.startswith(prefix) else ""
-    return int(rest) if rest.isdigit() and len(rest) <= 12 else None
+    return ascii_int(rest, max_digits=12)
 
 
 class PracticeMixin(EngineBase):
@@ -442,5 +444,8 @@ class PracticeMixin(EngineBase):
                 continue
             offset, answers = ratings[topic]
             skill = overall + offset
+            if answers < elo.MIN_LEVEL_ANSWERS:  # too few to name a level or estimate a chance
+                levels.append(TopicLevel(topic, skill, None, None, answers))
+                continue
             levels.append(TopicLevel(topic, skill, elo.level_name(skill), elo.chance(skill, 0.0), answers))
         return tuple(levels)

@@ -93,6 +93,9 @@ def nearest(
 
 
 LEVELS = ((-1.0, "beginner"), (0.0, "learning"), (1.0, "practitioner"), (math.inf, "expert"))
+# A level is named, and a chance of a right answer estimated, only after this many answers on a
+# topic: one right answer is no "expert", one miss no "about 7% right".
+MIN_LEVEL_ANSWERS = 5
 
 
 def level_name(skill: float) -> str:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from bot.core import choices as codec
 from bot.core import review as spaced
@@ -19,7 +20,7 @@ from bot.core.errors import InvalidInput, NotFound
 from bot.core.ports import StoreTx
 from bot.core.records import NewAnswer, NewDaily, RoundRecord
 from bot.core.text import MAX_TEXT, clean_name, looks_like_any_letter, looks_like_letter, parse_choice
-from bot.core.timing import as_utc
+from bot.core.timing import as_utc, daily_moment
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
@@ -101,7 +102,7 @@ class RoundsMixin(EngineBase):
             key = daily_key(community.id, channel.channel_id, day)
             existing = tx.daily_round_id(key)
             if existing is not None:
-                return AlreadyOpen(round_id=existing, local_date=day)
+                return self._already_open(tx, community, existing, day, now)
             question, unasked_left = self._next_daily_question(tx, community)
             row = tx.insert_daily(new_daily(community, channel.channel_id, question, day, now, late))
             if row is None:  # another process opened it between our read and write
@@ -109,6 +110,19 @@ class RoundsMixin(EngineBase):
             tx.enqueue(community.id, channel.channel_id, "question", str(row.id), now)
         log.info("opened daily round %s (%s) in %s", row.id, question.id, channel)
         return self._card(row, question, admin_note=low_bank_note(unasked_left))
+
+    @staticmethod
+    def _already_open(
+        tx: StoreTx, community: CommunityConfig, round_id: int, day: str, now: datetime
+    ) -> AlreadyOpen:
+        """Today's round exists: open, or closed with when tomorrow's opens (the community's time)."""
+        row = tx.get_round(round_id)
+        if row.closed_at is None and (row.closes_at is None or as_utc(row.closes_at) > now):
+            return AlreadyOpen(round_id=round_id, local_date=day)
+        tomorrow = date.fromisoformat(day) + timedelta(days=1)
+        moment = daily_moment(tomorrow, community.daily_time, community.timezone)
+        local = moment.astimezone(ZoneInfo(community.timezone))
+        return AlreadyOpen(round_id, day, closed=True, next_opens=f"{local:%Y-%m-%d %H:%M} ({community.timezone})")
 
     def _next_daily_question(self, tx: StoreTx, community: CommunityConfig) -> tuple[Question, int]:
         own = self._community_questions(tx, community.id)

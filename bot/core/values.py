@@ -37,6 +37,16 @@ class CommunityRef:
 
 
 @dataclass(frozen=True)
+class LinkVersions:
+    """What a signed link must carry to open: its community's version (advanced by `/config
+    web rotate`) and its holder's (advanced by their /forget-me or, on an admin link, by their
+    losing the right). 0 until first advanced."""
+
+    community: int = 0
+    holder: int = 0
+
+
+@dataclass(frozen=True)
 class QuestionCard:
     """A question to post: publicly for a daily round, privately for practice and review."""
 
@@ -137,10 +147,13 @@ class RevealCard:
 
 @dataclass(frozen=True)
 class AlreadyOpen:
-    """The daily round for this channel and local day exists already."""
+    """The daily round for this channel and local day exists already: still open, or `closed`
+    (revealed or past its window), then with when the next one opens (`next_opens`, local)."""
 
     round_id: int
     local_date: str
+    closed: bool = False
+    next_opens: str | None = None  # e.g. "2026-11-24 18:30 (Europe/Berlin)"
 
 
 @dataclass(frozen=True)
@@ -514,12 +527,13 @@ class AdminPage:
 @dataclass(frozen=True)
 class TopicLevel:
     """A member's level on one topic: their rating (logits, against a level-2 question), a
-    word for it, the chance of a right answer on a typical question, and answers counted."""
+    word for it, the chance of a right answer on a typical question, and answers counted.
+    `name` and `chance` are None until the topic has enough answers to say (rating.py)."""
 
     topic: str
     rating: float
-    name: str
-    chance: float
+    name: str | None
+    chance: float | None
     answers: int
 
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot.core.rating import MIN_LEVEL_ANSWERS
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyNoted,
@@ -184,6 +185,8 @@ def round_closed(card: RoundClosed) -> str:
 
 
 def already_open(card: AlreadyOpen) -> str:
+    if card.closed:
+        return f"Today's round (#{card.round_id}, {card.local_date}) is closed; the next one opens {card.next_opens}."
     return f"Today's round (#{card.round_id}, {card.local_date}) is already open here."
 
 
@@ -281,7 +284,16 @@ def forgotten(card: Forgotten) -> str:
 FORGOTTEN_MEMBER = "a forgotten member"
 
 
+# `/config web rotate` (ConfigCard.changed "web_links"): every link signed before is revoked.
+LINKS_ROTATED = (
+    "Every link to this community's web pages is revoked: members ask /score for a new one, "
+    "admins /config."
+)
+
+
 def config_title(card: ConfigCard) -> str:
+    if card.changed == "web_links":
+        return LINKS_ROTATED
     return f"Set {card.changed}." if card.changed else f"Settings of {card.community}:"
 
 
@@ -677,6 +689,8 @@ def author_line(author: str) -> str:
 
 
 def level_line(level: Any) -> str:
+    if level.name is None or level.chance is None:
+        return f"{level.topic}: {count(level.answers, 'answer')} so far; a level shows after {MIN_LEVEL_ANSWERS}."
     return (
         f"{level.topic}: {level.name} (rating {level.rating:+.1f}, about {level.chance:.0%} right on a level-2 "
         f"question; {count(level.answers, 'answer')})"
