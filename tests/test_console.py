@@ -123,6 +123,23 @@ def test_daily_after_close_says_the_round_is_closed_and_when_the_next_opens(chat
     assert re.search(r"is closed; the next one opens \d{4}-\d\d-\d\d \d\d:\d\d \(UTC\)\.$", again.text), again.text
 
 
+def test_how_sure_stays_asked_until_answered_or_a_new_question_is_shown(chat: Console) -> None:
+    practice = only(chat.handle("/quiz fundamentals"), "question")
+    asked = only(chat.handle("a"), "ask_sure")
+    assert "stays asked until you do or a new question is shown" in asked.text
+    chat.handle("/score")  # another line between: the question still stands
+    chat.handle("hello")
+    noted = only(chat.handle("unsure"), "confidence")
+    assert noted.data["round_id"] == practice.data["round_id"] and noted.data["sure"] is False
+    only(chat.handle("/quiz fundamentals"), "question")
+    chat.handle("b")
+    replaced = only(chat.handle("/quiz fundamentals"), "question")  # a new question drops it
+    assert "right after an answer" in only(chat.handle("sure"), "notice").text
+    assert "replaces" not in replaced.text  # the one before was answered
+    again = only(chat.handle("/quiz fundamentals"), "question")  # a second /quiz says what it replaces
+    assert f"This replaces your unanswered question #{replaced.data['round_id']}" in again.text
+
+
 def test_a_letter_the_round_does_not_show_names_its_own_letters(chat: Console) -> None:
     practice = only(chat.handle("/quiz fundamentals"), "question")
     last = "ABCDE"[len(practice.data["choices"]) - 1]

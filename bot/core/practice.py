@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from bot.core import choices as codec
@@ -390,8 +390,10 @@ class PracticeMixin(EngineBase):
         now: datetime,
     ) -> QuestionCard:
         order = codec.format_order(codec.draw_order(len(question.choices)))
+        left = tx.pending_private(member_id)  # an unanswered one is replaced: the card says so
         row = tx.insert_private(community_id, member_id, channel.channel_id, question.id, kind, now, order)
-        return self._card(row, question)
+        card = self._card(row, question)
+        return card if left is None else replace(card, replaced=left.id)
 
     # ------------------------------------------------------- adaptive practice
 

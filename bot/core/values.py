@@ -60,6 +60,8 @@ class QuestionCard:
     closes_at: datetime | None = None
     late: bool = False
     admin_note: str | None = None
+    # A private round: the member's unanswered practice question or review it replaces (said).
+    replaced: int | None = None
 
 
 @dataclass(frozen=True)

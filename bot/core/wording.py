@@ -89,6 +89,13 @@ def question_title(card: QuestionCard) -> str:
     return f"{KIND_LABELS[card.kind]} #{card.round_id} [{card.topic}, level {card.difficulty}]{late}"
 
 
+def replaced_line(card: QuestionCard) -> str | None:
+    """A private question that replaces the member's unanswered one (it takes no answer now)."""
+    if card.replaced is None:
+        return None
+    return f"This replaces your unanswered question #{card.replaced}, which no longer takes an answer."
+
+
 def choice_lines(choices: Iterable[str]) -> list[str]:
     return [f"{letter(i)}) {text}" for i, text in enumerate(choices)]
 
@@ -128,7 +135,10 @@ def feedback_lines(card: AnswerFeedback) -> list[str]:
 SURE_LABEL = "Sure"
 UNSURE_LABEL = "Unsure"
 ASK_SURE = "How sure were you? (It changes no points; it tunes your reviews.)"
-CONSOLE_ASK_SURE = "How sure were you? Type sure or unsure (it changes no points; it tunes your reviews)."
+CONSOLE_ASK_SURE = (
+    "How sure were you? Type sure or unsure (it changes no points; it tunes your reviews); "
+    "this stays asked until you do or a new question is shown."
+)
 SURE_WRONG = "You were sure: this one comes back tomorrow."
 NO_ANSWER_TO_RATE = "You have no answer to that question, so there is nothing to say how sure you were of."
 CONSOLE_SURE_WHEN = "Say sure or unsure right after an answer, or with it: b sure."

@@ -270,11 +270,12 @@ class ConsoleApp:
             return []
         if self.form is not None and text.lower() not in ("/quit", "/exit"):
             return await self._suggest_step(text)
-        last_answer, self.sure_for = self.sure_for, None  # "sure" answers only the line just before
+        # "How sure" stays asked until it is answered, another answer asks it, a new question is
+        # shown or the user changes (CONSOLE_ASK_SURE says so); a second "sure" is told the first stands.
+        last_answer = self.sure_for
         if text.lower() in confidence.WORDS:
             if last_answer is None:
                 return [Message("user", "notice", wording.CONSOLE_SURE_WHEN, {})]
-            self.sure_for = last_answer  # a second "sure" is told the first one stands
             return render(
                 await self.runtime.call(self.engine.confide, self.user, last_answer, confidence.WORDS[text.lower()])
             )
@@ -287,6 +288,8 @@ class ConsoleApp:
             messages = render(card)
             if isinstance(card, AnswerFeedback) and card.noted is None:
                 self.sure_for = card.round_id
+            if isinstance(card, AnswerFeedback):
+                self.sure_for = None
                 messages.append(Message("user", "ask_sure", wording.CONSOLE_ASK_SURE, {"round_id": card.round_id}))
             return messages
         name, rest = commands.split(text)
@@ -297,6 +300,7 @@ class ConsoleApp:
                 self.user = self._user(rest)
                 name = self.user.display_name
                 return [Message("user", "notice", wording.console_now_you(name), {"user": name})]
+                self.sure_for = None  # the question was put to the user before
             case "help":
                 return [Message("user", "help", wording.CONSOLE_HELP, {})]
             case "quit" | "exit":
@@ -318,6 +322,8 @@ class ConsoleApp:
         result: Card = await self.runtime.call(getattr(self.engine, asked.method), *asked.args)
         if isinstance(result, AnkiDeck):  # /review export: the package written to a file, its path shown
             saved = await self.runtime.call(anki.save, result, self.options.export_dir)
+        if isinstance(result, QuestionCard):  # a new question: "how sure" of the last answer is dropped
+            self.sure_for = None
             return render(saved) if isinstance(saved, Problem) else anki_saved(result, str(saved))
         if isinstance(result, RevealCard):  # /close: the reveal itself is a channel post
             return []

@@ -98,6 +98,7 @@ def render(card: Card) -> list[Message]:
                     card.prompt,
                     _indent(wording.choice_lines(card.choices)),
                     wording.DAILY_TEXT_HINT if card.kind == "daily" else wording.ANSWER_HINT,
+                    *filter(None, [wording.replaced_line(card)]),
                 ]
             )
             data = {

@@ -134,6 +134,7 @@ def question(card: QuestionCard) -> Reply:
     if when:
         parts.append(wording.closes_line(when))
     parts.append(wording.BUTTON_HINT)
+    parts += filter(None, [wording.replaced_line(card)])
     body = embed(wording.question_title(card), "\n\n".join(parts))
     return Reply(embed=body, view=answer_view(card.round_id, len(card.choices)), public=card.kind == "daily")
 

@@ -140,6 +140,7 @@ def question(card: QuestionCard) -> SlackMessage:
         section(lines, raw=True),
         answer_buttons(card),
         context(wording.BUTTON_HINT if card.kind == "daily" else wording.ANSWER_HINT),
+        *(context(line) for line in filter(None, [wording.replaced_line(card)])),
     ]
     return _message(f"{wording.question_title(card)}\n{card.prompt}", blocks)
 
