@@ -259,10 +259,10 @@ ADMIN_URL = "https://study.example.org/s/admin-token/admin"
 class SignedLinks:
     """The engine's Links port with fixed URLs: what is tested is which answers carry one."""
 
-    def member(self, community: CommunityRef, user_id: str) -> str:
+    def member(self, community: CommunityRef, user_id: str, *versions: object) -> str:
         return f"https://study.example.org/s/member-{user_id}/me"
 
-    def admin(self, community: CommunityRef) -> str:
+    def admin(self, community: CommunityRef, *holder: object) -> str:
         return ADMIN_URL
 
 
@@ -272,11 +272,12 @@ def test_the_engine_puts_the_admin_link_only_in_an_admins_config_answer(
     engine, database = fresh_engine(tmp_path / "core.db", test_bank, clock)
     engine.links = SignedLinks()
     club = CommunityRef("console", "club")
+    admin = UserRef("console", "club", "ann", "Ann")  # the platform's word: Ann may configure
     try:
         for word, value in (("show", None), ("", None), ("time", "07:30"), ("pause", None), ("resume", None)):
             assert engine.configure(club, word, value).link is None, word  # type: ignore[union-attr]
-            assert engine.configure(club, word, value, True).link == ADMIN_URL, word  # type: ignore[union-attr]
-        assert engine.config(club).link is None and engine.config(club, admin=True).link == ADMIN_URL
+            assert engine.configure(club, word, value, admin).link == ADMIN_URL, word  # type: ignore[union-attr]
+        assert engine.config(club).link is None and engine.config(club, admin=admin).link == ADMIN_URL
     finally:
         database.dispose()
 

@@ -1307,3 +1307,24 @@ async def test_unauthenticated_and_malformed_requests_never_put_their_bodies_in_
 
 def test_a_log_line_escapes_cr_and_lf() -> None:
     assert printable("POST\r\n/slack/events\x1b[31m") == "POST\\r\\n/slack/events\\x1b[31m"
+
+
+async def test_a_debug_run_never_writes_the_bot_token_or_a_signed_link(
+    slack: Slack, caplog: pytest.LogCaptureFixture
+) -> None:
+    """slack_sdk at DEBUG logs each request's headers (the bot token) and body (a /score's
+    signed link): with the process at DEBUG, neither reaches the log."""
+    from tests.test_command_parity import SignedLinks
+
+    slack.engine.links = SignedLinks()
+    caplog.set_level(logging.DEBUG)  # the whole process at DEBUG, as STUDYBOT_LOG_LEVEL=DEBUG sets it
+    round_id, ts = await slack.open_daily()  # chat.postMessage with the bot token
+    await slack.click(click_payload(codec.encode_answer(round_id, 0), "U1", "T1", "C1", ts, slack.fake.response_url("c")))
+    await slack.fake.wait_for("chat.postEphemeral", 1)
+    await slack.command("/score", user="U1")
+    score = await slack.fake.wait_response("score-U1")
+    assert "/s/member-U1/me" in json.dumps(score.params)  # the link was sent
+    await slack.settle()
+    ours = [r for r in caplog.records if not r.name.startswith("tests.")]
+    text = "\n".join(r.getMessage() for r in ours)
+    assert "xoxb-one" not in text and "member-U1" not in text

@@ -40,6 +40,7 @@ from bot.platforms.slack.errors import send_failed
 from bot.platforms.slack.gate import gate
 from bot.platforms.slack.identity import PLATFORM, Identity
 from bot.platforms.slack.listeners import Listeners
+from bot.platforms.slack.logs import keep_secrets_out
 from bot.platforms.slack.render import SlackMessage
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class SlackBot:
         self._runner: web.AppRunner | None = None
         self._socket: Any = None
         self._stopped = asyncio.Event()
+        keep_secrets_out()  # slack_sdk at DEBUG logs tokens and message bodies
         self.port: int | None = None  # the bound port once serving HTTP
         self.mounted = False  # Slack's routes are served by the web page's server (one port)
         signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
@@ -199,6 +201,7 @@ class SlackBot:
             from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
             self._socket = AsyncSocketModeHandler(self.app, self.settings.slack_app_token.get_secret_value())
+            keep_secrets_out()  # Socket Mode's loggers exist now
             await self._socket.connect_async()
             log.info("slack: connected over Socket Mode")
         elif self.mounted:
