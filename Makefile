@@ -1,36 +1,47 @@
 # Two commands do all the set-up: `make run` (the bot; the console chat when no tokens are set)
-# and `make test` (every test). Both create .venv and install what they need.
+# and `make test` (every test). Both create .venv and install what they need: `make run` only
+# what running needs (.[demo]: torch, matplotlib...), with pip's progress shown; `make test`
+# adds the dev extras (pytest, mypy, ruff, selenium...). Each set has its own stamp, so
+# `make run` after `make test` installs nothing again, and `make test` after `make run` adds
+# only the dev extras.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 # torch is pinned to 2.13.0. On Linux, PyPI's wheel is a CUDA build (several GB); for a
-# CPU-only machine run e.g. `make test TORCH_INDEX=https://download.pytorch.org/whl/cpu`.
+# CPU-only machine run e.g. `make run TORCH_INDEX=https://download.pytorch.org/whl/cpu`.
 TORCH_INDEX ?=
 TORCH_FLAGS := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 
 .PHONY: run test lint bench clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q $(TORCH_FLAGS) torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[demo,dev]'
-	touch $(STAMP)
 
-run: $(STAMP)
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install $(TORCH_FLAGS) torch==2.13.0
+	$(BIN)/python -m pip install -e '.[demo]'
+	touch $(RUN_STAMP)
+
+$(TEST_STAMP): $(RUN_STAMP)
+	$(BIN)/python -m pip install -e '.[demo,dev]'
+	touch $(TEST_STAMP)
+
+run: $(RUN_STAMP)
 	$(BIN)/studybot run
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/studybot questions lint
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check bot demos tests bench
 	$(BIN)/studybot questions lint
 
-bench: $(STAMP)
+bench: $(RUN_STAMP)
 	$(BIN)/python bench/answers.py
 	$(BIN)/python bench/demo.py
 

@@ -44,16 +44,21 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # plain help: a flag shows as --json, not `--json <bool>` in a box
 )
-questions_app = typer.Typer(help="Lint, list and count the question bank.", no_args_is_help=True)
-db_app = typer.Typer(help="The database.", no_args_is_help=True)
-demo_app = typer.Typer(help="The PyTorch demos (run in a worker process).", no_args_is_help=True)
+questions_app = typer.Typer(help="Lint, list and count the question bank.", no_args_is_help=True, rich_markup_mode=None)
+db_app = typer.Typer(help="The database.", no_args_is_help=True, rich_markup_mode=None)
+demo_app = typer.Typer(help="The PyTorch demos (run in a worker process).", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(questions_app, name="questions")
 app.add_typer(db_app, name="db")
 app.add_typer(demo_app, name="demo")
-schedule_app = typer.Typer(help="The scheduled jobs: daily round, reveal, weekly leaderboard.", no_args_is_help=True)
+schedule_app = typer.Typer(
+    help="The scheduled jobs: daily round, reveal, weekly leaderboard.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(schedule_app, name="schedule")
-fsrs_app = typer.Typer(help="FSRS parameters fitted to a community's review log.", no_args_is_help=True)
+fsrs_app = typer.Typer(
+    help="FSRS parameters fitted to a community's review log.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(fsrs_app, name="fsrs")
 
 
@@ -735,9 +740,73 @@ def demo_checkpoint(ctx: typer.Context) -> None:
     """Measure peak memory and step time with and without checkpointing (python -m demos.checkpoint),
     with a progress bar as each strategy is measured."""
     args = list(ctx.args)
-    if {"--json", "--help", "-h", "--progress", "--chart", "--sweep"} & {a.split("=")[0] for a in args}:
+    if {"--help", "-h"} & set(args):
+        typer.echo(demo_checkpoint_help())
+        raise typer.Exit(0)
+    problem = _chat_bounds_problem(args)
+    if problem is not None:
+        raise fail(problem, 2)
+    if {"--json", "--progress", "--chart", "--sweep"} & {a.split("=")[0] for a in args}:
         raise typer.Exit(subprocess.call([sys.executable, "-m", "demos.checkpoint", *args]))
     raise typer.Exit(_demo_with_progress("demos.checkpoint", tuple(args)))
+
+
+def demo_checkpoint_help() -> str:
+    """`studybot demo checkpoint --help`: every option with its choices, bounds and default,
+    read from the chat's request rules (bot/core/demo_request.py), so both say the same."""
+    from bot.core import demo_request as rules
+
+    layers, tokens, width, heads, batch = rules.MODEL_DEFAULTS["blocks"]
+    bounds = rules.INT_BOUNDS["checkpoint"]
+    defaults = {"layers": layers, "tokens": tokens, "width": width, "heads": heads, "batch": batch}
+    defaults["repeat"] = rules.DEFAULT_REPEAT
+    per_model = "; ".join(f"{m} {d[0]} x {d[1]}" for m, d in rules.MODEL_DEFAULTS.items())
+    lines = [
+        "Usage: studybot demo checkpoint [--OPTION VALUE ...]",
+        "",
+        "  Measure peak memory and step time with and without checkpointing, each strategy in turn.",
+        f"  The same options as the chat's /demo checkpoint (layers={layers} there is --layers {layers} here).",
+        "",
+        "Options:",
+        f"  --model {'|'.join(rules.MODELS)}  [default: blocks]",
+        f"  --strategies LIST  comma-separated, of {', '.join(rules.STRATEGIES)}"
+        f"  [default: {','.join(rules.DEFAULT_STRATEGIES)}]",
+    ]
+    for key, (low, high) in bounds.items():
+        lines.append(f"  --{key} N  a whole number from {low} to {high}  [default: {defaults[key]}]")
+    lines += [
+        f"  --budgets LIST  up to {rules.MAX_BUDGETS} numbers from 0 to 1, for the budget strategy"
+        f"  [default: {','.join(f'{b:g}' for b in rules.DEFAULT_BUDGETS)}]",
+        f"  --device {'|'.join(rules.CHOICES['checkpoint']['device'])}  [default: auto]",
+        "  --chart PATH  also write the charts there (PNG)",
+        "  --json  print the result as JSON instead of the table",
+        "",
+        f"  Sizes differ per model (layers x tokens): {per_model}.",
+        "  The run is refused before it starts when it would not finish in time.",
+    ]
+    return "\n".join(lines)
+
+
+def _chat_bounds_problem(args: list[str]) -> str | None:
+    """A whole-number option outside the chat's bounds (the CLI allows what chat allows)."""
+    from bot.core import demo_request as rules
+    from bot.core import wording
+    from bot.core.numbers import ascii_int
+
+    bounds = rules.INT_BOUNDS["checkpoint"]
+    for at, arg in enumerate(args):
+        if not arg.startswith("--"):
+            continue
+        key, sep, value = arg[2:].partition("=")
+        if key not in bounds:
+            continue
+        if not sep:
+            value = args[at + 1] if at + 1 < len(args) else ""
+        low, high = bounds[key]
+        whole = ascii_int(value)
+        if whole is None or not low <= whole <= high:
+            return wording.demo_whole_number(f"--{key}", low, high, value[:20])
+    return None
 
 
 def _demo_with_progress(module: str, args: tuple[str, ...]) -> int:

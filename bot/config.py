@@ -44,7 +44,7 @@ def database_url_problem(url: str) -> str | None:
     except ImportError as exc:
         return (
             f"its driver ({exc.name or parsed.get_driver_name()}) is not installed: "
-            "use postgresql+psycopg://... (psycopg is installed with the bot)"
+            "use postgresql+psycopg://... and pip install '.[postgres]'"
             if parsed.get_backend_name() == "postgresql"
             else f"its driver ({exc.name or parsed.get_driver_name()}) is not installed"
         )

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from bot import __version__
+from bot.config import ROOT
 from tests.conftest import TEST_BANK, run_studybot
 
 
@@ -151,3 +152,46 @@ def test_an_unknown_community_exits_2_with_one_sentence_on_every_command(tmp_pat
         assert done.output.startswith("No community 'nobody'") and done.output.count("\n") == 1, path
     known = CliRunner().invoke(app, ["leaderboard", "--community", "club"], env=env)
     assert known.exit_code == 0 and "in club" in known.output
+
+
+def test_help_texts_show_the_demos_real_defaults_and_the_cli_takes_chats_bounds(tmp_path: Path) -> None:
+    import yaml
+
+    from bot.core import demo_request, wording
+    from bot.platforms.commands import BY_NAME
+    from bot.platforms.slack.doctor import MANIFEST
+    from demos import checkpoint
+
+    assert demo_request.MODEL_DEFAULTS == checkpoint.MODEL_DEFAULTS  # chat's copy of the demo's defaults
+    config = checkpoint.DemoConfig()
+    real = f"layers={config.layers} tokens={config.tokens}"
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    demo_hint = next(c["usage_hint"] for c in manifest["features"]["slash_commands"] if c["command"] == "/demo")
+    commands_doc = (ROOT / "docs" / "commands.md").read_text()
+    texts = {
+        "console /help": wording.CONSOLE_HELP,
+        "Discord and Slack /help": " ".join(usage for usage, _ in wording.COMMAND_HELP),
+        "the text-command table": BY_NAME["demo"].usage,
+        "the Slack manifest": demo_hint,
+        "docs/commands.md": commands_doc,
+    }
+    for where, text in texts.items():
+        assert real in text, where
+        if where != "docs/commands.md":  # the preset is optional (gpt2-small): no help shows it as needed
+            assert "estimate preset=" not in text, where
+    assert "| `/demo estimate [preset=gpt2-small " in commands_doc
+    done = studybot(tmp_path, "demo", "checkpoint", "--help")
+    assert done.returncode == 0 and "usage: python -m demos.checkpoint" not in done.stdout
+    low, high = demo_request.INT_BOUNDS["checkpoint"]["layers"]
+    assert f"--layers N  a whole number from {low} to {high}  [default: {config.layers}]" in done.stdout
+    assert f"[default: {','.join(checkpoint.DEFAULT_STRATEGIES)}]" in done.stdout
+    too_many = studybot(tmp_path, "demo", "checkpoint", "--layers", str(high + 1))
+    assert too_many.returncode == 2
+    assert too_many.stderr == f"--layers must be a whole number from {low} to {high}, not '{high + 1}'.\n"
+
+
+def test_flags_show_as_flags_in_the_help(tmp_path: Path) -> None:
+    done = studybot(tmp_path, "jobs", "--help")
+    assert done.returncode == 0
+    assert "<bool>" not in done.stdout
+    assert any(line.split()[:1] == ["--json"] for line in done.stdout.splitlines())

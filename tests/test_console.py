@@ -166,6 +166,9 @@ def test_a_letter_the_round_does_not_show_names_its_own_letters(chat: Console) -
         ("/demo checkpoint layers=lots", "error", "whole number"),
         ("/demo checkpoint strategies=none,magic", "error", "Unknown strategy"),
         ("/as", "error", "Say who"),
+        ("/review foo", "error", "/review takes no 'foo': type /review, or /review export."),
+        ("/forget-me please", "error", "/forget-me takes no 'please'"),
+        ("/score now", "error", "/score takes no 'now': type /score alone."),
     ],
 )
 def test_bad_input_gets_one_sentence_and_the_chat_goes_on(chat: Console, line: str, kind: str, words: str) -> None:
@@ -175,6 +178,18 @@ def test_bad_input_gets_one_sentence_and_the_chat_goes_on(chat: Console, line: s
     assert "\n" not in reply[0].text
     score = only(chat.handle("/score"), "score")  # still alive, and nothing was scored
     assert score.text.startswith("Ann:") and score.data["total_points"] == 0
+
+
+def test_every_command_refuses_an_option_it_does_not_take(chat: Console) -> None:
+    from bot.platforms import commands
+
+    chat.handle("/daily")
+    for command in commands.TABLE:
+        if command.ask is None or "console" not in command.platforms:
+            continue
+        reply = chat.handle(f"/{command.name} zzz-nonsense")
+        assert kinds(reply) == ["error"], (command.name, reply)
+    assert only(chat.handle("/score"), "score").data["total_points"] == 0  # nothing was done on the way
 
 
 def test_unicode_names_are_cleaned(chat: Console) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 
+from bot.core import wording
 from bot.core.anki_export import AnkiExportMixin
 from bot.core.bank import Bank, Question
 from bot.core.boards import BoardsMixin
@@ -20,6 +21,7 @@ from bot.core.community_admin import CommunityAdminMixin
 from bot.core.confidence import ConfidenceMixin
 from bot.core.daily_batch import DailyBatchMixin
 from bot.core.demo_jobs import DemoJobsMixin, DemoPolicy
+from bot.core.errors import InvalidInput
 from bot.core.fsrs_community import FsrsMixin
 from bot.core.guesses import GuessesMixin
 from bot.core.outbox import DeliveryPolicy, OutboxMixin
@@ -28,6 +30,7 @@ from bot.core.practice import PracticeMixin, PracticePolicy, SuggestionPolicy
 from bot.core.rounds import RoundsMixin
 from bot.core.schedule_reads import ScheduleReadsMixin
 from bot.core.streak_repair import StreakRepairMixin
+from bot.core.values import Notice
 from bot.core.web_pages import WebPagesMixin
 
 __all__ = ["DeliveryPolicy", "DemoPolicy", "StudyEngine", "utcnow"]
@@ -84,6 +87,12 @@ class StudyEngine(
         self.suggestion_policy = suggestions or SuggestionPolicy()
         self._member_questions: dict[str, tuple[Question, int]] = {}  # approved members' questions
         self._fsrs_memo: dict[int, tuple[float, tuple[float, ...] | None]] = {}  # fitted FSRS parameters
+
+    # ---------------------------------------------------------- text commands
+
+    def refuse_option(self, command: str, text: str, allowed: tuple[str, ...]) -> Notice:
+        """A text command given an option it does not take (`/review foo`): one sentence."""
+        raise InvalidInput(wording.unknown_option(command, text, allowed))
 
     # ---------------------------------------------------------- platform state
 

@@ -495,8 +495,8 @@ COMMAND_HELP = (
     ("/review [export]", "your missed questions, when they are due; export: all of them as an Anki deck"),
     ("/score", "your points, rank, accuracy, streaks and reviews due"),
     ("/leaderboard [week|all|2026-W48]", "the weekly or all-time leaderboard"),
-    ("/demo checkpoint [layers=16 tokens=2048 ...]", "measure peak memory with and without checkpointing"),
-    ("/demo estimate preset=gpt2-small [batch=8 seq=1024]", "estimate a large model's peak memory"),
+    ("/demo checkpoint [layers=9 tokens=512 ...]", "measure peak memory with and without checkpointing"),
+    ("/demo estimate [preset=gpt2-small batch=8 seq=1024]", "estimate a large model's peak memory"),
     ("/forget-me [confirm]", "delete your data in this workspace"),
     ("/suggest", "write a question for this community's bank; the admins approve it"),
     ("{config} [show|pause|resume|post-now|KEY VALUE]", "admins: settings (channel, time, timezone, window, topics)"),
@@ -724,8 +724,8 @@ CONSOLE_HELP = """Commands:
   /leaderboard [week|all|2026-W48]
   /as NAME               switch to another user
   /config [KEY VALUE]    show or change settings (channel, time, timezone, window, topics, web), pause, resume, post-now
-  /demo checkpoint [layers=16 tokens=2048 width=128 strategies=none,block ...]
-  /demo estimate preset=gpt2-small [batch=8 seq=1024 gpu-gib=24]
+  /demo checkpoint [layers=9 tokens=512 width=128 strategies=none,block,sqrt,selective ...]
+  /demo estimate [preset=gpt2-small batch=8 seq=1024 gpu-gib=24]
   /suggest               write a question for this community's bank (guided prompts; /cancel stops)
   /config suggestions    the questions waiting; /config approve N, note N TEXT, reject N, remove QUESTION-ID
   /forget-me [confirm]   delete your data in this community
@@ -746,6 +746,13 @@ def console_line_too_long(length: int, limit: int) -> str:
 
 def console_now_you(name: str) -> str:
     return f"You are now {name}."
+
+
+def unknown_option(command: str, text: str, allowed: Iterable[str]) -> str:
+    """`/review foo`: the command's own options, or that it takes none."""
+    options = [f"/{command} {option}" for option in allowed]
+    takes = f"type /{command}" + (f", or {' or '.join(options)}" if options else " alone")
+    return f"/{command} takes no '{text[:30]}': {takes}."
 
 
 def unknown_command(command: str) -> str:

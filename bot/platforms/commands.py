@@ -49,6 +49,12 @@ class TextCommand:
     platforms: tuple[str, ...] = EVERYWHERE
 
 
+def _refused(name: str, text: str, allowed: tuple[str, ...]) -> Ask:
+    """A command given an option it does not take: refused in one sentence (an engine call that
+    raises it), never read as the command without it (`/review foo` is not `/review`)."""
+    return Ask("refuse_option", (name, text, allowed))
+
+
 def _quiz(where: Where, text: str) -> Ask:
     return Ask("quiz", (where.user, where.channel, text or None))
 
@@ -57,10 +63,14 @@ def _review(where: Where, text: str) -> Ask:
     """`review`: the next due review; `review export`: your missed questions as an Anki deck."""
     if text.lower() == "export":
         return Ask("review_export", (where.user,))
+    if text:
+        return _refused("review", text, ("export",))
     return Ask("review", (where.user, where.channel))
 
 
-def _score(where: Where, _text: str) -> Ask:
+def _score(where: Where, text: str) -> Ask:
+    if text:
+        return _refused("score", text, ())
     return Ask("score", (where.user,))
 
 
@@ -69,6 +79,8 @@ def _leaderboard(where: Where, text: str) -> Ask:
 
 
 def _forget_me(where: Where, text: str) -> Ask:
+    if text and text.lower() != "confirm":
+        return _refused("forget-me", text, ("confirm",))
     return Ask("forget_me", (where.user, text.lower() == "confirm"))
 
 
@@ -85,11 +97,15 @@ def _demo(where: Where, text: str) -> Ask:
     return Ask("request_demo", (where.user, where.channel, text))
 
 
-def _daily(where: Where, _text: str) -> Ask:
+def _daily(where: Where, text: str) -> Ask:
+    if text:
+        return _refused("daily", text, ())
     return Ask("open_daily", (where.channel,))
 
 
-def _close(where: Where, _text: str) -> Ask:
+def _close(where: Where, text: str) -> Ask:
+    if text:
+        return _refused("close", text, ())
     return Ask("close_open_in", (where.channel,))
 
 
@@ -123,7 +139,7 @@ TABLE: tuple[TextCommand, ...] = (
     ),
     TextCommand(
         "demo",
-        "checkpoint [layers=16 tokens=2048 ...] | estimate preset=gpt2-small [batch=8 seq=1024 gpu-gib=24]",
+        "checkpoint [layers=9 tokens=512 ...] | estimate [preset=gpt2-small batch=8 seq=1024 gpu-gib=24]",
         _demo,
         ("checkpoint layers=4 tokens=64", "estimate preset=gpt2-small batch=8 seq=1024"),
     ),
