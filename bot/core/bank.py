@@ -60,6 +60,12 @@ MIN_LENGTH_RANK_BANK = 20
 NEAR_DUPLICATE_THRESHOLD = 0.30
 # Pairs a reviewer judged distinct though they score above the threshold (next to the bank files).
 REVIEWED_PAIRS = "reviewed-pairs.yaml"
+# Prompt echoes (see echo_findings()) a reviewer judged fair, with why, in the same manner.
+REVIEWED_ECHOES = "reviewed-echoes.yaml"
+# An echoed word counts only if it is rare in the bank: a word in more than this share of the
+# questions (checkpoint, memory, backward) is the subject's vocabulary, not a tell. Banks smaller
+# than MIN_LENGTH_RANK_BANK have no common words.
+MAX_ECHO_WORD_SHARE = 0.10
 MIN_DISTINCT = 30
 
 TOP_KEYS = {"topic", "questions"}
@@ -260,6 +266,13 @@ def _question(node: yaml.Node, topic: str, root: Path | None, out: _Collector) -
         giveaway = hint_giveaway(hint, prompt, choices)
         if giveaway:
             out.add_style(entries["hint"][1], giveaway)
+    if out.style:
+        shown = [("prompt", prompt), *((k, optional[k]) for k in ("trap", "explain", "hint"))]
+        shown += [("a why", c.why) for c in choices] + [("a choice", c.text) for c in choices]
+        for what, text in shown:
+            fold = _FOLD_RE.search(text or "")
+            if fold:
+                out.add_style(node, f"{what} has '{fold.group(0)}': a folded line broke a piece of code; keep it on one line")
     return Question(
         id=qid,
         topic=topic,
@@ -346,6 +359,11 @@ def _length_giveaway(lengths: list[tuple[int, bool, yaml.Node]], out: _Collector
             f"the correct choice is {right[0]} characters, {right[0] / mean:.2f}x the distractors' mean of "
             f"{mean:.0f}; the limit is {MAX_CORRECT_LENGTH_RATIO}x (its length gives it away)",
         )
+
+
+# A YAML fold (`>-`) turns a line break into a space: `use_reentrant=` + newline + `False`
+# renders as "use_reentrant= False", `partial(` + newline + `f` as "partial( f".
+_FOLD_RE = re.compile(r"[A-Za-z0-9_]+= [A-Za-z0-9_]+|[A-Za-z0-9_]+\( [A-Za-z0-9_]+")
 
 
 def distinctive_terms(prompt: str, choices: Sequence[Choice]) -> set[str]:
@@ -494,7 +512,7 @@ def collect(paths: Sequence[Path], root: Path | None = None, style: bool = True)
     problems: list[str] = []
     for path in paths:
         if path.is_dir():
-            files.extend(f for f in sorted(path.glob("*.yaml")) if f.name != REVIEWED_PAIRS)
+            files.extend(f for f in sorted(path.glob("*.yaml")) if f.name not in (REVIEWED_PAIRS, REVIEWED_ECHOES))
         elif path.is_file():
             files.append(path)
         else:
@@ -534,7 +552,17 @@ def collect(paths: Sequence[Path], root: Path | None = None, style: bool = True)
                 pairs, listing_problems = reviewed_pairs(listing, set(first_id))
                 reviewed |= pairs
                 problems.extend(listing_problems)
-        problems.extend(bank_problems(questions, where=f"{paths[0]}:1" if paths else "bank:1", reviewed=reviewed))
+        echoes: dict[str, frozenset[str]] = {}
+        for listing in sorted({f.parent / REVIEWED_ECHOES for f in files}):
+            if listing.is_file():
+                found_echoes, listing_problems = reviewed_echoes(listing, set(first_id))
+                echoes.update(found_echoes)
+                problems.extend(listing_problems)
+        problems.extend(
+            bank_problems(
+                questions, where=f"{paths[0]}:1" if paths else "bank:1", reviewed=reviewed, reviewed_echoes=echoes
+            )
+        )
     return questions, problems
 
 
@@ -578,6 +606,46 @@ def reviewed_pairs(path: Path, ids: set[str]) -> tuple[set[frozenset[str]], list
             first[key] = line
             pairs.add(key)
     return pairs, problems
+
+
+def reviewed_echoes(path: Path, ids: set[str]) -> tuple[dict[str, frozenset[str]], list[str]]:
+    """The entries of questions/reviewed-echoes.yaml (`- question: id`, `words: [...]` as lint
+    names them, `why:` a sentence saying why the echo does not give the key away), by id, and
+    the file's problems as path:line."""
+    found: dict[str, frozenset[str]] = {}
+    problems: list[str] = []
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_LOADER)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return found, [f"{path}:{mark.line + 1 if mark else 1}: cannot be read as YAML ({exc})"]
+    if root is None:
+        return found, problems
+    if not isinstance(root, yaml.SequenceNode):
+        return found, [f"{path}:{root.start_mark.line + 1}: must be a list of `- question: id` entries"]
+    for entry in root.value:
+        line = entry.start_mark.line + 1
+        fields = {k.value: v for k, v in entry.value} if isinstance(entry, yaml.MappingNode) else {}
+        qnode, wnode, why = fields.get("question"), fields.get("words"), fields.get("why")
+        qid = str(qnode.value) if isinstance(qnode, yaml.ScalarNode) else ""
+        words = [str(n.value) for n in getattr(wnode, "value", []) if isinstance(n, yaml.ScalarNode)]
+        if not qid or not isinstance(wnode, yaml.SequenceNode) or not words:
+            problems.append(f"{path}:{line}: an entry names its `question` and the `words` lint reported")
+            continue
+        if qid not in ids:
+            problems.append(f"{path}:{line}: unknown question id '{qid}'")
+            continue
+        if not isinstance(why, yaml.ScalarNode) or len(str(why.value).strip()) < MIN_DISTINCT:
+            problems.append(
+                f"{path}:{line}: `why` must say in one sentence (at least {MIN_DISTINCT} characters) "
+                "why the echo does not give the key away"
+            )
+            continue
+        if qid in found:
+            problems.append(f"{path}:{line}: question '{qid}' is already listed")
+            continue
+        found[qid] = frozenset(words)
+    return found, problems
 
 
 # ---------------------------------------------------------------- bank-wide rules
@@ -720,13 +788,107 @@ def near_duplicates(
     return sorted(found, key=lambda item: -item[0])
 
 
-def bank_problems(questions: Sequence[Question], where: str, reviewed: Iterable[frozenset[str]] = ()) -> list[str]:
+_ECHO_STOPWORDS = frozenset(
+    "about above again against all almost already always another anything anyway around away back both "
+    "case come does done down during either else enough even ever every far few get gets give given goes "
+    "going got here just least less like made make makes many may might much must need needs never new "
+    "now off often once other others over own part per quite rather really roughly said say says see "
+    "seen several since some still such take takes through thus too twice under unless until upon used "
+    "uses using very way ways well whatever whether while whole within without yes yet".split()
+)
+# API-like names: dotted (torch.cuda.empty_cache), snake_case (use_reentrant) or CamelCase
+# (MemTracker); what an API's "family" is made of are its name's parts less these generic ones.
+_API_RE = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*"
+)
+_API_GENERIC = frozenset(
+    "torch cuda nn utils functional distributed tools autograd graph config functorch inductor py org "
+    "pytorch aten ops default".split()
+)
+
+
+def _echo_terms(text: str) -> set[str]:
+    """Content words as the echo rule reads them: identifiers split into their parts
+    (reset_peak_memory_stats -> reset, peak, memory, stat), no numbers, no function words."""
+    return {
+        w
+        for w in _terms(re.sub(r"[._]", " ", text))
+        if len(w) > 2 and not w.isdigit() and w not in _ECHO_STOPWORDS
+    }
+
+
+def _api_names(text: str) -> list[str]:
+    return [m for m in _API_RE.findall(text) if not re.fullmatch(r"[\d.]+", m)]
+
+
+def _api_parts(name: str) -> set[str]:
+    parts = re.split(r"[._]|(?<=[a-z])(?=[A-Z])", name)
+    return {p.lower() for p in parts if p and p.lower() not in _API_GENERIC and not p.isdigit()}
+
+
+def echo_findings(question: Question, common: frozenset[str] = frozenset()) -> list[str]:
+    """How the correct choice echoes the prompt where no distractor does, as the words lint
+    names: a rare content word the prompt and the key share and no distractor has, and an API
+    name the key alone carries from the prompt's family (a name sharing a part with one the
+    prompt names, e.g. reset_peak_memory_stats for max_memory_allocated)."""
+    right = question.choices[question.answer_index]
+    wrong = [c for c in question.choices if not c.correct]
+    prompt = _echo_terms(question.prompt)
+    others: set[str] = set()
+    for choice in wrong:
+        others |= _echo_terms(choice.text)
+    found = sorted((prompt & _echo_terms(right.text)) - others - common)
+    family: set[str] = set()
+    for name in _api_names(question.prompt):
+        family |= _api_parts(name)
+    if family:
+        kin = [name for name in _api_names(right.text) if _api_parts(name) & family]
+        if kin and not any(_api_parts(n) & family for c in wrong for n in _api_names(c.text)):
+            found.extend(name for name in kin if name not in found)
+    return found
+
+
+def common_echo_words(questions: Sequence[Question]) -> frozenset[str]:
+    """Words in more than MAX_ECHO_WORD_SHARE of the questions (prompt and choices): the
+    subject's own vocabulary, which no reader takes as a tell."""
+    if len(questions) < MIN_LENGTH_RANK_BANK:
+        return frozenset()
+    counts: Counter[str] = Counter()
+    for q in questions:
+        counts.update(_echo_terms(" ".join([q.prompt, *(c.text for c in q.choices)])))
+    return frozenset(w for w, n in counts.items() if n > MAX_ECHO_WORD_SHARE * len(questions))
+
+
+def echo_problems(questions: Sequence[Question], reviewed: dict[str, frozenset[str]] | None = None) -> list[str]:
+    """A problem per question whose key echoes its prompt (echo_findings()), less the words a
+    reviewer recorded for it in reviewed-echoes.yaml."""
+    reviewed = reviewed or {}
+    common = common_echo_words(questions)
+    problems = []
+    for q in questions:
+        words = [w for w in echo_findings(q, common) if w not in reviewed.get(q.id, frozenset())]
+        if words:
+            named = ", ".join(f"'{w}'" for w in words)
+            problems.append(
+                f"{q.source}: the correct choice of '{q.id}' alone echoes the prompt ({named}); "
+                f"reword a distractor or the key, or record why it is fair in {REVIEWED_ECHOES}"
+            )
+    return problems
+
+
+def bank_problems(
+    questions: Sequence[Question],
+    where: str,
+    reviewed: Iterable[frozenset[str]] = (),
+    reviewed_echoes: dict[str, frozenset[str]] | None = None,
+) -> list[str]:
     """The rules over the whole bank: the share of longest correct choices, the spread of the
-    correct choice's length rank, and near-duplicates.
+    correct choice's length rank, near-duplicates and prompt echoes.
     `where` (path:line) is where the bank-wide share is reported; `reviewed` pairs (by id) were
-    judged distinct by a reviewer and are not reported."""
+    judged distinct by a reviewer and are not reported, nor the `reviewed_echoes` words."""
     reviewed = set(reviewed)
     problems = []
+    problems.extend(echo_problems(questions, reviewed_echoes))
     longest, total = longest_correct_share(questions)
     if total and longest / total > MAX_LONGEST_CORRECT_SHARE:
         problems.append(

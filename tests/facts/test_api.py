@@ -295,3 +295,14 @@ def test_nested_checkpoint_reruns_the_inner_function_twice_in_backward() -> None
     ref_x = x.detach().clone().requires_grad_(True)
     torch.tanh(lin(torch.tanh(lin(ref_x)))).sum().backward()
     assert torch.allclose(x.grad, ref_x.grad)
+
+    # The third run needs outer to save inner's output: with outer returning it bare, the
+    # outer rerun stops before reaching anything inner must rebuild, and inner runs twice.
+    calls.update(inner=0, outer=0)
+
+    def bare_outer(t: torch.Tensor) -> torch.Tensor:
+        calls["outer"] += 1
+        return checkpoint(inner, t, use_reentrant=False)
+
+    checkpoint(bare_outer, torch.randn(4, 8, requires_grad=True), use_reentrant=False).sum().backward()
+    assert calls == {"inner": 2, "outer": 2}

@@ -54,3 +54,39 @@ def test_input_require_grads_hook_restores_adapter_grads_under_reentrant() -> No
     assert block.down.weight.grad is not None and block.up.weight.grad is not None
     # the embedding itself stays frozen: only its output is marked
     assert emb.weight.grad is None and not emb.weight.requires_grad
+
+
+def test_hf_training_forward_turns_the_cache_off_and_warns() -> None:
+    """transformers 5.23: use_cache=True in the config, checkpointing on, train mode: the model's
+    forward logs the warning and returns no cache; eval mode builds one."""
+    import io
+    import logging
+
+    transformers = __import__("pytest").importorskip("transformers")
+    from transformers.utils import logging as hf_logging
+
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64, use_cache=True,
+    )  # fmt: skip
+    model = transformers.LlamaForCausalLM(config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # 5.23 renames the call; it still works
+        model.gradient_checkpointing_enable()
+    model.train()
+    hf_logging.warning_once.cache_clear()  # "once" per process: another test may have logged it
+    log = io.StringIO()
+    handler = logging.StreamHandler(log)
+    hf_logging.get_logger("transformers").addHandler(handler)
+    try:
+        ids = torch.randint(0, 64, (2, 8))
+        out = model(ids, labels=ids)
+    finally:
+        hf_logging.get_logger("transformers").removeHandler(handler)
+    assert out.past_key_values is None
+    assert "`use_cache=True` is incompatible with gradient checkpointing. Setting `use_cache=False`." in log.getvalue()
+    out.loss.backward()
+    assert model.model.layers[0].mlp.up_proj.weight.grad is not None
+    model.eval()
+    with torch.no_grad():
+        assert model(ids).past_key_values is not None

@@ -151,7 +151,9 @@ def test_one_checkpoint_around_the_whole_model_keeps_the_peak_and_adds_a_forward
         block.calls = 0
     whole_end, whole_peak = _step_peak(lambda t: checkpoint(stack, t, use_reentrant=False), stack, x)
     assert whole_end < plain_end / 10  # after forward, almost nothing is held...
-    assert whole_peak > 0.9 * plain_peak  # ...but backward rebuilds every layer at once
+    # ...but backward rebuilds every layer at once: the peak does not fall, it rises a little
+    # (measured: 647,176 against 639,112 bytes, +1.3%)
+    assert plain_peak < whole_peak < 1.1 * plain_peak
     assert sum(b.calls for b in stack) == 2 * len(stack) + len(stack)  # warm-up, forward, rerun
     for block in stack:
         block.calls = 0
