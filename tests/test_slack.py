@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -1328,3 +1329,30 @@ async def test_a_debug_run_never_writes_the_bot_token_or_a_signed_link(
     ours = [r for r in caplog.records if not r.name.startswith("tests.")]
     text = "\n".join(r.getMessage() for r in ours)
     assert "xoxb-one" not in text and "member-U1" not in text
+
+
+async def test_a_member_named_channel_never_yields_a_mention_in_any_posted_text(slack: Slack) -> None:
+    """Slack reads a message's fallback `text` as mrkdwn like its blocks: a display name such as
+    `<!channel>` or `<https://...|label>` is escaped in both, in every post, reply and update."""
+    name = "<!channel> <https://evil.example/|win> &"
+    slack.fake.users["U6"] = {"profile": {"display_name": name}}
+    round_id, ts = await slack.open_daily()
+    letter = "abcde"[answer_index(slack.engine, round_id, True)]
+    await slack.event(thread_reply("U6", letter, "1700000600.000001", ts), "EvName")  # the name from users.info
+    await slack.fake.wait_for("chat.postEphemeral", 1)
+    body = command_body("/score", "", "U6", "T1", "C1", slack.fake.response_url("score-name"))
+    body = body.replace("user_name=u6", "user_name=" + urllib.parse.quote(name))
+    assert (await slack.post(body, FORM)).status == 200
+    await slack.fake.wait_response("score-name")
+    await slack.command("/leaderboard", "all", user="U1")
+    board = await slack.fake.wait_response("leaderboard-U1")
+    assert "&lt;!channel&gt;" in board.params["text"]  # the name is there, escaped
+    assert slack.engine.weekly_post(CommunityRef("slack", "T1"), "2026-W48") is not None
+    assert await slack.runtime.deliver_now("slack") == 1
+    await slack.settle()
+    kinds = ("chat.postMessage", "chat.postEphemeral", "chat.update", "response_url")
+    sent = [c for c in slack.fake.calls if c.method in kinds]
+    assert len(sent) >= 5
+    for call in sent:
+        text = block_text(call.params)
+        assert "<!" not in text and "<https://evil" not in text, (call.method, text)

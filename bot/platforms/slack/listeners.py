@@ -142,7 +142,7 @@ class Listeners:
         await ack()
 
         async def reply(text: str) -> None:
-            await respond(text=text, response_type="ephemeral")
+            await respond(text=render.escape(text), response_type="ephemeral")
 
         await self._guard(
             body.get("command", "command"), lambda: self._run_command(body, context, respond, client), reply
@@ -163,7 +163,7 @@ class Listeners:
             text = f"{key} {config_value(key, value, channel.channel_id)}".strip()
             admin = await self._may_configure(client, user.user_id)
             if key.lower() not in ("", "show") and not admin:
-                await respond(text=wording.config_admins_only(CONFIG_COMMAND), response_type="ephemeral")
+                await respond(text=render.escape(wording.config_admins_only(CONFIG_COMMAND)), response_type="ephemeral")
                 return
         # a member who may only look sees the settings; the engine leaves the admin link out
         asked = commands.ask(name, commands.Where(user, channel, admin), text)
@@ -176,7 +176,7 @@ class Listeners:
             await self._post_queued(client, channel, card, respond)
             return
         if isinstance(card, QuestionCard) and card.kind == "daily":  # post-now: the question is a channel post
-            await respond(text=wording.daily_opened(card), response_type="ephemeral")
+            await respond(text=render.escape(wording.daily_opened(card)), response_type="ephemeral")
             return
         if isinstance(card, AnkiDeck):  # /review export: the file first, in the member's messages with the app
             await self._send_deck(client, user, card)
@@ -190,7 +190,7 @@ class Listeners:
         the user id first answers with that conversation's id."""
         data = await asyncio.to_thread(anki.package, card)
         text = wording.anki_attached(card.kind, len(card.notes))
-        posted = await client.chat_postMessage(channel=user.user_id, text=text)
+        posted = await client.chat_postMessage(channel=user.user_id, text=render.escape(text))
         where = str(posted["channel"])
         await client.files_upload_v2(channel=where, file=data, filename=card.filename, title=card.filename)
 
@@ -208,7 +208,7 @@ class Listeners:
         await ack()
 
         async def reply(text: str) -> None:
-            await respond(text=text, response_type="ephemeral", replace_original=False)
+            await respond(text=render.escape(text), response_type="ephemeral", replace_original=False)
 
         await self._guard("queue click", lambda: self._decide_click(body, context, respond, client), reply)
 
@@ -222,9 +222,8 @@ class Listeners:
             await self._stale(respond, action)
             return
         if not await self._may_configure(client, user.user_id):
-            await respond(
-                text=wording.config_admins_only(CONFIG_COMMAND), response_type="ephemeral", replace_original=False
-            )
+            refused = render.escape(wording.config_admins_only(CONFIG_COMMAND))
+            await respond(text=refused, response_type="ephemeral", replace_original=False)
             return
         if decoded[1] == "note":
             queue_url = str(body.get("response_url") or "")
@@ -243,7 +242,7 @@ class Listeners:
         """A text to a member's messages with the app (a modal has no response_url)."""
 
         async def send(text: str) -> None:
-            await client.chat_postMessage(channel=user_id, text=text)
+            await client.chat_postMessage(channel=user_id, text=render.escape(text))
 
         return send
 
@@ -330,7 +329,7 @@ class Listeners:
         await ack()
 
         async def reply(text: str) -> None:
-            await respond(text=text, response_type="ephemeral", replace_original=False)
+            await respond(text=render.escape(text), response_type="ephemeral", replace_original=False)
 
         await self._guard("click", lambda: self._answer_click(body, context, respond, client), reply)
 
@@ -418,7 +417,7 @@ class Listeners:
     async def _stale(respond: Any, action: dict[str, Any]) -> None:
         """A click or select whose id the engine cannot decode: one private sentence."""
         log.debug("a %s with an id this bot cannot read: %.80r", action.get("type", "action"), action.get("action_id"))
-        await respond(text=wording.STALE_BUTTON, response_type="ephemeral", replace_original=False)
+        await respond(text=render.escape(wording.STALE_BUTTON), response_type="ephemeral", replace_original=False)
 
     async def _home_review(self, ack: Any, body: dict[str, Any], context: Any, client: Any) -> None:
         await ack()

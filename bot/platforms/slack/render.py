@@ -74,7 +74,8 @@ FIELD_BLOCK = {"choices": "choice_0", "explain": "trap"}
 
 @dataclass(frozen=True)
 class SlackMessage:
-    """What is sent: the notification/fallback text and the blocks."""
+    """What is sent: the notification/fallback text (escaped like the blocks: Slack reads it as
+    mrkdwn too, so a member named `<!channel>` would notify the channel) and the blocks."""
 
     text: str
     blocks: list[Block] = field(default_factory=list)
@@ -109,7 +110,7 @@ def code(lines: list[str]) -> Block:
 
 
 def _message(text: str, blocks: list[Block]) -> SlackMessage:
-    return SlackMessage(_cut(text, TEXT_MAX), blocks[:50])
+    return SlackMessage(_cut(escape(text), TEXT_MAX), blocks[:50])
 
 
 def _plain(text: str) -> SlackMessage:
