@@ -117,3 +117,20 @@ def test_reviewed_echoes_problems_are_reported_at_their_line(tmp_path: Path) -> 
 def test_the_shipped_bank_has_no_unrecorded_echo() -> None:
     problems = collect([ROOT / "questions"], root=ROOT)[1]
     assert [p for p in problems if "echoes the prompt" in p] == []
+
+
+def test_a_folded_line_that_splits_code_is_reported(tmp_path: Path) -> None:
+    folded = question(
+        "folded",
+        "Which variant do the docs recommend for new code?",
+        "The non-reentrant one",
+        ["The reentrant one", "Either, they are the same"],
+    ).replace("    explain: Something.\n", "    explain: >-\n      Pass (use_reentrant=\n      False) explicitly.\n")
+    bank = write_bank(tmp_path, folded)
+    problems = collect([bank], root=ROOT)[1]
+    assert any(
+        ":3: explain has 'use_reentrant= False': a folded line broke a piece of code" in p for p in problems
+    ), problems
+    fixed = folded.replace("(use_reentrant=\n      False)", "(use_reentrant=False)")
+    (bank / "schedules.yaml").write_text("topic: schedules\nquestions:\n" + fixed)
+    assert not any("folded line" in p for p in collect([bank], root=ROOT)[1])
