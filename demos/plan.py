@@ -520,6 +520,14 @@ class Stats:
 
 
 def layer_stats(req: Request, preset: Preset) -> tuple[Stats, Static]:
+    """The per-policy figures of ``req``'s model (remembered per model and shape: a budget changes none)."""
+    from dataclasses import replace
+
+    return _layer_stats(replace(req, gpu_gib=1.0, margin_gib=None, accounting="peak"), preset)
+
+
+@functools.lru_cache(maxsize=16)
+def _layer_stats(req: Request, preset: Preset) -> tuple[Stats, Static]:
     traces: dict[str, StepTrace] = {}
     static: Static | None = None
     policies = [p for p in TRACED if p in req.policies or p == "none"]
