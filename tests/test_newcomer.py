@@ -1,0 +1,59 @@
+"""The newcomer's first hour as one scripted run (issue 28): the README's commands are the
+Makefile's, `make run` installs only what running needs while `make test` adds the dev extras,
+a fresh SQLite console started as `studybot console` answers /help, /daily and an answer, and
+a bad setting is one sentence with exit 2. Real processes throughout; the install itself is
+shown by make's dry run (a real install takes minutes and a network)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from bot.config import ROOT
+from tests.conftest import run_studybot
+
+
+def make_dry_run(target: str, venv: Path) -> list[str]:
+    done = subprocess.run(
+        ["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.splitlines()
+
+
+def test_the_newcomers_path_from_the_readme_to_a_first_answer(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    # 1. every `make X` the README tells a newcomer to type is a Makefile target
+    targets = set(re.findall(r"^make (\w+)", readme, flags=re.MULTILINE)) | set(re.findall(r"`make (\w+)", readme))
+    assert {"run", "test"} <= targets
+    for target in targets:
+        assert re.search(rf"^{target}:", makefile, flags=re.MULTILINE), target
+    # 2. from a fresh clone (no venv yet), make run installs .[demo] only, pip's progress shown;
+    #    make test adds the dev extras on top
+    fresh = tmp_path / "fresh-venv"
+    run_steps = make_dry_run("run", fresh)
+    installs = [line for line in run_steps if "pip install" in line and "--upgrade pip" not in line]
+    assert any(line.endswith("pip install -e '.[demo]'") for line in installs), run_steps
+    assert all(" -q" not in line for line in installs)  # the big installs show their progress
+    assert not any("dev" in line for line in run_steps)
+    assert run_steps[-1].endswith("studybot run")
+    test_steps = make_dry_run("test", fresh)
+    assert any(line.endswith("pip install -e '.[demo,dev]'") for line in test_steps)
+    # 3. a fresh SQLite console, as `studybot console`: /help, /daily, an answer
+    done = run_studybot(tmp_path, ["console"], stdin="/help\n/daily\ndaily a\n")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    out = done.stdout
+    assert "/daily " in out and "/quiz [topic]" in out  # the help
+    assert "Daily question #1" in out and "  A) " in out  # the round, posted in the channel
+    assert "This answered daily round #1; a daily answer is final." in out  # the answer scored
+    assert (tmp_path / "cli.db").is_file()
+    # 4. a bad setting: one sentence, exit 2, nothing started
+    (tmp_path / ".env").write_text("STUDYBOT_TIMEZONE=Mars/Base\n")
+    bad = run_studybot(tmp_path, ["console"], stdin="/help\n")
+    assert bad.returncode == 2
+    assert bad.stderr == (
+        "STUDYBOT_TIMEZONE=Mars/Base is not valid: it must be an IANA time zone such as UTC or Europe/Berlin.\n"
+    )
+    assert bad.stdout == ""
