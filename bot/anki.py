@@ -134,3 +134,13 @@ def save(deck: AnkiDeck, directory: Path) -> Path:
         Path(temporary).unlink(missing_ok=True)
         raise
     return target
+
+
+def remove_saved(directory: Path, filename: str) -> bool:
+    """/forget-me: the member's package that `save` wrote into `directory`, deleted (a link
+    there is removed itself, never what it points at); whether there was one."""
+    target = directory / Path(filename).name
+    if not target.is_symlink() and not target.is_file():
+        return False
+    target.unlink()
+    return True

@@ -393,7 +393,7 @@ def export_problem(out: Path, names: list[str], force: bool) -> str | None:
     for name in names:
         target = out / name
         if target.is_symlink():
-            return f"{target} is a symbolic link: the export never writes through one; remove it or choose another --out."
+            return f"{target} is a symbolic link: the export never writes through one; remove it or use another --out."
         if target.exists() and not target.is_file():
             return f"{target} is not a file: remove it or choose another --out."
         if target.exists() and not force:

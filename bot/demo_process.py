@@ -30,12 +30,78 @@ Event = dict[str, Any]
 NOISE = ("USDT", "STAGE:", "[W ", "Warning: ")
 
 
-class DemoFailure(Exception):
-    """A demo that did not finish, with one sentence for the person who asked."""
+# Why a demo failed, as its job stores it. The member's own run: the demo refused it (its
+# estimate or its bounds), it overran the time limit, it needed more memory than its share, or
+# it failed on the way. The bot's side (bot/core/demo_jobs.py BOT_FAILURES): "restart",
+# "unavailable" (Redis down), "worker" (the worker was lost), "bug" (an incident of ours).
+REFUSED, TIMEOUT, MEMORY, FAILED = "refused", "timeout", "memory", "failed"
+STARTUP_S = 15.0  # at most this much of the time limit is left for the child's start-up
+# RLIMIT_AS counts address space, not memory in use: the interpreter and torch map about
+# 0.8 GiB on a CPU worker, and each of its threads a stack (malloc arenas are held to 2).
+BASE_ADDRESS_SPACE = 1536 * 1024**2
+THREAD_ADDRESS_SPACE = 16 * 1024**2
+_OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "Cannot allocate memory", "std::bad_alloc")
 
-    def __init__(self, sentence: str) -> None:
+
+class DemoFailure(Exception):
+    """A demo that did not finish, with one sentence for the person who asked, and why
+    (`kind`: one of the kinds above, or the bot's own)."""
+
+    def __init__(self, sentence: str, kind: str = FAILED) -> None:
         super().__init__(sentence)
         self.sentence = sentence
+        self.kind = kind
+
+
+def memory_available() -> int:
+    """Bytes this machine can still give without swapping (MemAvailable), or 0 if unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def time_budget(timeout_s: float) -> float:
+    """The demo's own `--time-budget`: the time limit less its start-up (a quarter, at most
+    STARTUP_S), so a run the estimate admits also finishes before it is killed."""
+    return round(timeout_s - min(STARTUP_S, timeout_s / 4), 1)
+
+
+def address_space_limit(memory_bytes: int) -> int:
+    """The child's RLIMIT_AS for `memory_bytes` of its own: that plus what torch maps at start."""
+    return memory_bytes + BASE_ADDRESS_SPACE + THREAD_ADDRESS_SPACE * (os.cpu_count() or 1)
+
+
+def memory_limit_kind() -> str:
+    """How a demo child's memory is bounded here, for `studybot doctor`: "rlimit" (RLIMIT_AS
+    set on each CPU demo child), or "none" where the platform has no RLIMIT_AS."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return "none"
+    return "rlimit" if hasattr(resource, "RLIMIT_AS") else "none"
+
+
+def runs_on_cuda(args: tuple[str, ...]) -> bool:
+    """Whether a demo with these arguments runs on a GPU here (`--device`, else auto: a GPU
+    when the NVIDIA driver is present). CUDA maps far more address space than it uses, so
+    RLIMIT_AS bounds CPU runs only; a GPU run is bounded by the demo's estimate."""
+    device = next((args[i + 1] for i in range(len(args) - 1) if args[i] == "--device"), "auto")
+    return device == "cuda" or (device == "auto" and Path("/dev/nvidiactl").exists())
+
+
+def _limiter(memory_bytes: int) -> Callable[[], None]:
+    """What the forked child runs before exec: RLIMIT_AS set on itself, so the limit is there
+    before its first instruction (one C call: nothing to import or lock in the child)."""
+    import functools
+    import resource
+
+    limit = address_space_limit(memory_bytes)
+    return functools.partial(resource.setrlimit, resource.RLIMIT_AS, (limit, limit))
 
 
 # The order a result's charts are shown in, the memory timeline first: bot.core.demo_result's
@@ -87,22 +153,45 @@ def _reason(stderr: str, code: int) -> str:
     return lines[-1] if lines else f"the demo process exited with code {code}."
 
 
+def _failure(stderr: str, code: int, memory_bytes: int | None) -> DemoFailure:
+    """Why a child exited non-zero: refused (exit 2, the demo's one sentence), out of its
+    memory share, or failed."""
+    if memory_bytes is not None and any(mark in stderr for mark in _OUT_OF_MEMORY):
+        return DemoFailure(
+            f"The demo needed more than the {memory_bytes / 1024**2:,.0f} MiB of memory a demo may use "
+            "on this worker and was stopped; ask for a smaller run (fewer layers or tokens, a smaller width or batch).",
+            MEMORY,
+        )
+    return DemoFailure(f"The demo refused or failed: {_reason(stderr, code)}", REFUSED if code == 2 else FAILED)
+
+
 def run_demo_process(
     module: str,
     args: tuple[str, ...],
     timeout_s: float,
     on_event: Callable[[Event], None] | None = None,
     python: str = sys.executable,
+    memory_bytes: int | None = None,
 ) -> DemoOutcome:
     """Run one demo in a child process and return its result; `on_event` hears each progress
-    event as it is printed. Used by the local back end and by the Celery worker alike."""
+    event as it is printed. Used by the local back end and by the Celery worker alike.
+
+    The checkpoint demo gets the time limit as its `--time-budget` (less its start-up), so its
+    estimate refuses what would be killed. `memory_bytes`: the memory it may use, told to it
+    (STUDYBOT_DEMO_MEMORY_BYTES, which its estimate holds the run to) and, on a CPU run,
+    enforced as the child's RLIMIT_AS; a run past it fails with one sentence."""
     if module not in ("demos.checkpoint", "demos.estimate"):
         raise DemoFailure(f"There is no demo called {module}.")
     with tempfile.TemporaryDirectory(prefix="studybot-demo-") as tmp:
         chart = Path(tmp) / "chart.png"
         command = [python, "-m", module, "--progress", *args]
         if module == "demos.checkpoint":
-            command += ["--chart", str(chart)]
+            command += ["--chart", str(chart), "--time-budget", f"{time_budget(timeout_s):g}"]
+        env = dict(os.environ)
+        limited = memory_bytes is not None and memory_limit_kind() == "rlimit" and not runs_on_cuda(args)
+        if memory_bytes is not None:
+            env["STUDYBOT_DEMO_MEMORY_BYTES"] = str(max(0, memory_bytes))
+            env.setdefault("MALLOC_ARENA_MAX", "2")  # glibc's arenas would eat the address space
         log.info("running demo: %s", " ".join(command[1:]))
         launched = time.perf_counter()
         try:
@@ -112,10 +201,12 @@ def run_demo_process(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
+                env=env,
                 start_new_session=True,  # its own process group: a time-out kills it whole
+                preexec_fn=_limiter(memory_bytes) if limited and memory_bytes is not None else None,
             )
         except OSError as exc:
-            raise DemoFailure(f"The demo worker could not start: {exc.strerror}.") from None
+            raise DemoFailure(f"The demo worker could not start: {exc.strerror}.", "worker") from None
         stderr: list[str] = []
         reader = threading.Thread(target=lambda: stderr.extend(proc.stderr or []), daemon=True)
         reader.start()
@@ -154,9 +245,9 @@ def run_demo_process(
         if text.strip():
             log.debug("demo stderr:\n%s", text)
         if killed.is_set():
-            raise DemoFailure(f"The demo did not finish within {timeout_s:g} s and was stopped.")
+            raise DemoFailure(f"The demo did not finish within {timeout_s:g} s and was stopped.", TIMEOUT)
         if code != 0:
-            raise DemoFailure(f"The demo refused or failed: {_reason(text, code)}")
+            raise _failure(text, code, memory_bytes if limited else None)
         if not isinstance(result, dict):
             raise DemoFailure("The demo finished but printed no readable result.")
         pictures = read_charts(result, chart)

@@ -190,6 +190,26 @@ def check_timezones(settings: Settings, communities: list[tuple[str, str, str, s
 # ---------------------------------------------------------------- worker back end
 
 
+def check_demo_memory() -> Check:
+    """Which memory limit holds a demo's child process here (DEMO-SEC, issue 27)."""
+    from bot.demo_process import memory_limit_kind, runs_on_cuda
+
+    if memory_limit_kind() != "rlimit":
+        return Check(
+            "demo memory",
+            "warn",
+            "no RLIMIT_AS on this system: a demo child is held only by the demo's own estimate",
+            "run the worker on Linux",
+        )
+    where = "GPU runs (a GPU is here) are held by the demo's estimate of GPU memory; " if runs_on_cuda(()) else ""
+    return Check(
+        "demo memory",
+        "ok",
+        "rlimit: each CPU demo child gets RLIMIT_AS of its share of the memory available (less what "
+        f"running demos were promised) plus the interpreter's; {where}no cgroup is used",
+    )
+
+
 def check_worker(settings: Settings) -> list[Check]:
     if settings.worker == "local":
         if importlib.util.find_spec("torch") is None:
@@ -201,7 +221,10 @@ def check_worker(settings: Settings) -> list[Check]:
                     "pip install '.[demo]', or STUDYBOT_WORKER=celery with `studybot worker` on a host with torch",
                 )
             ]
-        return [Check("worker", "ok", "demos run in a child process here (STUDYBOT_WORKER=local; torch installed)")]
+        return [
+            Check("worker", "ok", "demos run in a child process here (STUDYBOT_WORKER=local; torch installed)"),
+            check_demo_memory(),
+        ]
     import redis
 
     from bot.store.database import safe_url

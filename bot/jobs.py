@@ -38,7 +38,15 @@ from bot.core.records import DemoJobRecord
 from bot.core.values import CommunityRef, DemoProgressCard
 from bot.core.wording import BUG
 from bot.delivery import wake_or_timeout
-from bot.demo_process import DemoFailure, DemoOutcome, Event, run_demo_process, save_charts
+from bot.demo_process import (
+    TIMEOUT,
+    DemoFailure,
+    DemoOutcome,
+    Event,
+    memory_available,
+    run_demo_process,
+    save_charts,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,20 +57,56 @@ class Backend(Protocol):
     async def unavailable(self) -> str | None:
         """None when demos can run now; otherwise why not, in one sentence."""
 
+    def has_room(self) -> bool:
+        """Whether another demo may start beside those running (their memory promised)."""
+
+    def admit(self, job_id: int) -> None:
+        """Promise a just-claimed job its share of the memory (called on the loop, at once)."""
+
     async def run(self, job: DemoJobRecord, on_event: Callable[[Event], Awaitable[None]]) -> DemoOutcome: ...
 
 
+# A demo may use at most this share of the memory not yet promised to running ones (the
+# demo's own 80% rule); another starts beside them only when at least MIN_SHARE is left.
+SHARE = 0.8
+MIN_SHARE = 512 * 1024**2
+
+
 class LocalBackend:
-    """The demo in a child process of this machine, awaited in a thread."""
+    """The demo in a child process of this machine, awaited in a thread. Parallel demos share
+    the memory: each is given what the machine has available less what running ones were
+    promised (never the same bytes twice), told it, and held to it (bot/demo_process.py)."""
 
     name = "local"
 
-    def __init__(self, timeout_s: float = 120.0, python: str = sys.executable) -> None:
+    def __init__(
+        self,
+        timeout_s: float = 120.0,
+        python: str = sys.executable,
+        available: Callable[[], int] = memory_available,
+        min_share: int = MIN_SHARE,
+    ) -> None:
         self.timeout_s = timeout_s
         self.python = python
+        self.available = available
+        self.min_share = min_share
+        self._shares: dict[int, int] = {}  # job id -> the memory it was given
+        self._promised: dict[int, int] = {}  # job id -> what it may use of it
 
     async def unavailable(self) -> str | None:
         return None
+
+    def share(self) -> int:
+        """The memory a demo starting now may be given."""
+        return max(0, self.available() - sum(self._promised.values()))
+
+    def has_room(self) -> bool:
+        return not self._promised or self.share() >= self.min_share
+
+    def admit(self, job_id: int) -> None:
+        share = self.share()
+        self._shares[job_id] = share
+        self._promised[job_id] = int(SHARE * share)
 
     async def run(self, job: DemoJobRecord, on_event: Callable[[Event], Awaitable[None]]) -> DemoOutcome:
         loop = asyncio.get_running_loop()
@@ -74,9 +118,16 @@ class LocalBackend:
         def hear(event: Event) -> None:  # from the worker thread onto the loop
             heard.append(asyncio.run_coroutine_threadsafe(tell(event), loop))
 
+        if job.id not in self._shares:
+            self.admit(job.id)
+        memory = self._shares[job.id] or None  # 0: this machine does not say what it has
         try:
-            return await asyncio.to_thread(run_demo_process, job.module, job.args, self.timeout_s, hear, self.python)
+            return await asyncio.to_thread(
+                run_demo_process, job.module, job.args, self.timeout_s, hear, self.python, memory
+            )
         finally:
+            self._shares.pop(job.id, None)
+            self._promised.pop(job.id, None)
             # Every progress edit lands before the job ends, so none can overwrite the result.
             await asyncio.gather(*(asyncio.wrap_future(f) for f in heard), return_exceptions=True)
 
@@ -116,6 +167,12 @@ class CeleryBackend:
 
         return await asyncio.to_thread(ping)
 
+    def has_room(self) -> bool:
+        return True  # each worker host shares its own memory among its own demos
+
+    def admit(self, job_id: int) -> None:
+        pass
+
     async def run(self, job: DemoJobRecord, on_event: Callable[[Event], Awaitable[None]]) -> DemoOutcome:
         try:
             task = await asyncio.to_thread(
@@ -123,7 +180,9 @@ class CeleryBackend:
             )
         except Exception as exc:
             log.warning("sending demo %s to Celery failed: %s", job.id, exc)
-            raise DemoFailure("Demos are unavailable right now: the demo queue (Redis) cannot be reached.") from None
+            raise DemoFailure(
+                "Demos are unavailable right now: the demo queue (Redis) cannot be reached.", "unavailable"
+            ) from None
         deadline = time.monotonic() + self.timeout_s + self.grace_s  # the worker's hard limit comes first
         seen = 0
         while True:
@@ -145,23 +204,29 @@ class CeleryBackend:
                 )
                 return DemoOutcome(result=info["result"], chart=chart, events=tuple(events), charts=charts)
             if state == "FAILURE":
-                raise DemoFailure(_celery_reason(info))
+                sentence, kind = _celery_reason(info)
+                raise DemoFailure(sentence, kind)
             if time.monotonic() > deadline:
                 await asyncio.to_thread(task.revoke, terminate=True)
                 raise DemoFailure(
                     f"The demo did not finish within {self.timeout_s:g} s: the worker running it stopped "
-                    "answering (was it stopped or killed?)."
+                    "answering (was it stopped or killed?).",
+                    "worker",
                 )
             await asyncio.sleep(self.poll_s)
 
 
-def _celery_reason(info: object) -> str:
+def _celery_reason(info: object) -> tuple[str, str]:
+    """A failed task's sentence and kind: the worker raises RuntimeError(sentence, kind)."""
+    args: tuple[object, ...] = tuple(getattr(info, "args", ()))
+    if isinstance(info, RuntimeError) and len(args) == 2 and all(isinstance(a, str) for a in args):
+        return str(args[0]), str(args[1])
     text = str(info) if info else "the worker failed."
     if "TimeLimitExceeded" in type(info).__name__ or "TimeLimit" in text:
-        return "The demo hit the worker's time limit and was stopped."
+        return "The demo hit the worker's time limit and was stopped.", TIMEOUT
     if "WorkerLostError" in type(info).__name__ or "Worker exited" in text:
-        return "The worker running the demo died before it finished."
-    return text if text.endswith(".") else text + "."
+        return "The worker running the demo died before it finished.", "worker"
+    return (text if text.endswith(".") else text + "."), "failed"
 
 
 class DemoJobRunner:
@@ -230,6 +295,8 @@ class DemoJobRunner:
             self._wake.clear()
 
     async def _claim_and_start(self, running: set[asyncio.Task[None]]) -> bool:
+        if running and not self.backend.has_room():
+            return False  # a running demo's memory is promised: the next waits for it
         reason = await self.backend.unavailable()
         if reason != self.unavailable_reason:
             log.warning("%s", reason) if reason else log.info("the demo back end is reachable again")
@@ -242,9 +309,10 @@ class DemoJobRunner:
         if job is None:
             return False
         if reason:  # refuse at once rather than leave the member waiting on a dead queue
-            await asyncio.to_thread(self.engine.demo_failed, job.id, reason)
+            await asyncio.to_thread(self.engine.demo_failed, job.id, reason, "unavailable")
             self._finished()
             return True
+        self.backend.admit(job.id)  # at once, on the loop: the next claim sees its memory promised
         task = asyncio.create_task(self.run_job(job), name=f"demo-{job.id}")
         running.add(task)
 
@@ -257,30 +325,33 @@ class DemoJobRunner:
 
     async def run_job(self, job: DemoJobRecord) -> None:
         progress: dict[str, Any] = {"total": None, "info": {}, "rows": []}
+        in_order = asyncio.Lock()  # one event at a time, in the order heard: progress only moves on
 
         async def on_event(event: Event) -> None:
-            if event.get("event") == "start":
-                progress["total"] = event.get("total")
-                progress["info"] = {k: v for k, v in event.items() if k not in ("event", "total")}
-            elif event.get("event") == "row" and isinstance(event.get("row"), dict):
-                progress["rows"].append(event["row"])
-            else:
-                return
-            card = await asyncio.to_thread(self.engine.demo_progress, job.id, dict(progress))
-            if card is not None and self.on_progress is not None:
-                try:
-                    await self.on_progress(card)
-                except Exception:
-                    log.warning("showing the progress of demo %s failed", job.id, exc_info=True)
+            async with in_order:
+                if event.get("event") == "start":
+                    progress["total"] = event.get("total")
+                    progress["info"] = {k: v for k, v in event.items() if k not in ("event", "total")}
+                elif event.get("event") == "row" and isinstance(event.get("row"), dict):
+                    progress["rows"].append(event["row"])
+                else:
+                    return
+                snapshot = {**progress, "rows": list(progress["rows"])}
+                card = await asyncio.to_thread(self.engine.demo_progress, job.id, snapshot)
+                if card is not None and self.on_progress is not None:
+                    try:
+                        await self.on_progress(card)
+                    except Exception:
+                        log.warning("showing the progress of demo %s failed", job.id, exc_info=True)
 
         started = time.perf_counter()
         try:
             outcome = await self.backend.run(job, on_event)
         except DemoFailure as failure:
-            await asyncio.to_thread(self.engine.demo_failed, job.id, failure.sentence)
+            await asyncio.to_thread(self.engine.demo_failed, job.id, failure.sentence, failure.kind)
         except Exception:
             incident = report_incident(f"demo {job.id}")
-            await asyncio.to_thread(self.engine.demo_failed, job.id, BUG.format(incident=incident))
+            await asyncio.to_thread(self.engine.demo_failed, job.id, BUG.format(incident=incident), "bug")
         else:
             saved = save_charts(self.out_dir, f"demo-{job.id}", outcome)
             result = dict(outcome.result)

@@ -17,7 +17,7 @@ from typing import Any
 from celery import Celery, Task  # type: ignore[import-untyped]
 from celery.exceptions import SoftTimeLimitExceeded  # type: ignore[import-untyped]
 
-from bot.demo_process import DemoFailure, run_demo_process
+from bot.demo_process import TIMEOUT, DemoFailure, memory_available, run_demo_process
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +49,14 @@ def make_app(redis_url: str, timeout_s: float = 120.0, fit_timeout_s: float = 18
             self.update_state(state="PROGRESS", meta={"events": list(events)})
 
         try:
-            outcome = run_demo_process(module, tuple(args), timeout_s, report)
+            # the host's memory as it is now, told to the demo and held as its limit
+            outcome = run_demo_process(module, tuple(args), timeout_s, report, memory_bytes=memory_available() or None)
         except DemoFailure as failure:
-            raise RuntimeError(failure.sentence) from None
+            raise RuntimeError(failure.sentence, failure.kind) from None  # the bot reads both
         except SoftTimeLimitExceeded:
-            raise RuntimeError(f"The demo hit the worker's time limit of {timeout_s:g} s and was stopped.") from None
+            raise RuntimeError(
+                f"The demo hit the worker's time limit of {timeout_s:g} s and was stopped.", TIMEOUT
+            ) from None
         chart = base64.b64encode(outcome.chart).decode() if outcome.chart else None
         # every chart, the main one first: [kind, base64 PNG] pairs (JSON keeps a list's order)
         charts = [[kind, base64.b64encode(picture).decode()] for kind, picture in outcome.pictures()]

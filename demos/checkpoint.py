@@ -259,18 +259,23 @@ def parse_args(argv: Sequence[str] | None) -> DemoConfig:
 
 
 def free_bytes(device: str) -> int:
-    """Memory this worker may still use on ``device``."""
+    """Memory this worker may still use on ``device``; on the CPU, at most the share the bot
+    gave this run (STUDYBOT_DEMO_MEMORY_BYTES: what other running demos were not promised)."""
     if device == "cuda":
         free, _total = torch.cuda.mem_get_info()
         return int(free)
+    share = os.environ.get("STUDYBOT_DEMO_MEMORY_BYTES", "")
+    cap = int(share) if share.isascii() and share.isdigit() else None
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    available = int(line.split()[1]) * 1024
+                    return available if cap is None else min(available, cap)
     except OSError:
         pass
-    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    available = int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    return available if cap is None else min(available, cap)
 
 
 def estimate_none_step(cfg: DemoConfig, layers: int) -> TracedStep:

@@ -890,6 +890,8 @@ async def test_oauth_install_of_a_second_workspace_keeps_its_rounds(
             for team in ("T1", "T2"):
                 async with session.get(f"{base}/slack/install", allow_redirects=False) as page:
                     assert page.status in (200, 302)
+                    attributes = [a.strip().lower() for a in page.headers["Set-Cookie"].split(";")[1:]]
+                    assert {"samesite=lax", "secure", "httponly"} <= set(attributes), attributes  # the state cookie
                     cookie = page.headers["Set-Cookie"].split(";")[0]
                     state = cookie.split("=", 1)[1]
                     assert "client_id=111.222" in (await page.text() + page.headers.get("Location", ""))

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bot.core import timing
 from bot.core.bank import TOPICS
 from bot.core.errors import InvalidInput
+from bot.core.numbers import ascii_int
 
 CONFIG_KEYS = ("channel", "timezone", "daily_time", "window_hours", "topics", "paused", "web")
 # What chat commands may say instead (Discord's and Slack's /config use the short names).
@@ -65,9 +66,10 @@ def parse_setting(key: str, value: str | None) -> tuple[str, Any]:
         except ValueError:
             raise InvalidInput(f"'{text[:20]}' is not a time of day like 09:00.") from None
     if key == "window_hours":
-        if not text.isdigit() or not 1 <= int(text) <= 48:
+        hours = ascii_int(text)
+        if hours is None or not 1 <= hours <= 48:
             raise InvalidInput("window_hours must be a whole number of hours from 1 to 48.")
-        return "window_hours", int(text)
+        return "window_hours", hours
     if key == "topics":
         if text.lower() == "all":
             return "topics", ""

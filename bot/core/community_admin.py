@@ -7,10 +7,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from bot.core import wording
 from bot.core.community import CONFIG_ALIASES, CommunityConfig, parse_setting
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput, NotFound
 from bot.core.fsrs_community import config_pair
+from bot.core.numbers import ascii_int
 from bot.core.ports import StoreTx
 from bot.core.records import OutboxRecord
 from bot.core.text import clean_name
@@ -64,7 +66,7 @@ class CommunityAdminMixin(EngineBase):
                 return ConfirmForget(user=name, answers=answers)
             if member_id is not None:
                 tx.mark_forgotten(tx.open_daily_answered_by(member_id, now), self._forget_key(user))
-                tx.delete_member(member_id)
+                tx.delete_member(member_id, wording.FORGOTTEN_MEMBER)
         log.info("forgot a member of %s/%s (%s answers)", user.platform, user.community_id, answers)
         return Forgotten(user=name, answers_deleted=answers)
 
@@ -132,10 +134,10 @@ class CommunityAdminMixin(EngineBase):
             if not target:
                 raise InvalidInput("Say which question: /config remove QUESTION-ID.")
             return self.remove_question(community, target)
-        number = target.lstrip("#")
-        if not number.isdigit():
+        number = ascii_int(target.lstrip("#"))
+        if number is None:
             raise InvalidInput(f"Say which suggestion: /config {word} NUMBER{' NOTE' if word == 'note' else ''}.")
-        return self.decide_suggestion(community, int(number), word, rest.strip() or None)
+        return self.decide_suggestion(community, number, word, rest.strip() or None)
 
     # ------------------------------------------------- removed and invited back
 

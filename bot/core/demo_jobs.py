@@ -32,6 +32,23 @@ class DemoPolicy:
     max_waiting: int = 5
 
 
+# A demo's failures that are the bot's own, not the member's: the bot restarted while it ran,
+# the demo queue (Redis) could not be reached, the worker was lost, a bug of ours (an
+# incident). Every other failure (the demo refused the run, it overran the time limit or its
+# memory, it failed) was the member's attempt and counts for their cooldown.
+BOT_FAILURES = ("restart", "unavailable", "worker", "bug")
+
+
+def _rows(progress: str) -> int:
+    """How many strategies a stored progress had measured."""
+    try:
+        data = json.loads(progress)
+    except ValueError:
+        return 0
+    rows = data.get("rows") if isinstance(data, dict) else None
+    return len(rows) if isinstance(rows, list) else 0
+
+
 def _duration(span: timedelta) -> str:
     seconds = max(1, int(span.total_seconds()))
     if seconds < 90:
@@ -72,7 +89,7 @@ class DemoJobsMixin(EngineBase):
         name = clean_name(user.display_name)
         with self.store.write() as tx:
             community = self._community(tx, user)
-            last = tx.last_demo_at(community.id, user.user_id)
+            last = tx.last_demo_at(community.id, user.user_id, BOT_FAILURES)
             cooldown = timedelta(seconds=self.demos.cooldown_s)
             if last is not None and now - last < cooldown:
                 wait = int((last + cooldown - now).total_seconds()) + 1
@@ -109,8 +126,15 @@ class DemoJobsMixin(EngineBase):
             return tx.claim_demo(worker, backend, self.now(), accepts)
 
     def demo_progress(self, job_id: int, progress: dict[str, object]) -> DemoProgressCard | None:
-        """Keep a running demo's progress (`total`, `info`, `rows`); the card shows it."""
+        """Keep a running demo's progress (`total`, `info`, `rows`); the card shows it. Progress
+        only moves forward: a report with fewer rows than the stored one, or one for a job that
+        is no longer running (a late or replayed event), changes nothing and shows nothing."""
+        rows = progress.get("rows")
+        count = len(rows) if isinstance(rows, list) else 0
         with self.store.write() as tx:
+            job = tx.get_demo(job_id)
+            if job is None or job.state != "running" or count < _rows(job.progress):
+                return None
             tx.set_demo_progress(job_id, json.dumps(progress))
             job = tx.get_demo(job_id)
         return None if job is None else progress_card(job)
@@ -119,14 +143,24 @@ class DemoJobsMixin(EngineBase):
         """A demo's result: stored, and its post queued in the channel where it was asked."""
         return self._end_demo(job_id, "done", json.dumps(result), chart_path, None)
 
-    def demo_failed(self, job_id: int, reason: str) -> bool:
-        """A demo that did not finish: the reason is stored and said in its channel."""
-        return self._end_demo(job_id, "failed", None, None, reason)
+    def demo_failed(self, job_id: int, reason: str, kind: str | None = None) -> bool:
+        """A demo that did not finish: the reason is stored and said in its channel; `kind`
+        (bot/demo_process.py) says whether it was the member's run, charged to their cooldown,
+        or one of BOT_FAILURES (None, unknown: not charged)."""
+        return self._end_demo(job_id, "failed", None, None, reason, kind)
 
-    def _end_demo(self, job_id: int, state: str, result: str | None, chart_path: str | None, error: str | None) -> bool:
+    def _end_demo(
+        self,
+        job_id: int,
+        state: str,
+        result: str | None,
+        chart_path: str | None,
+        error: str | None,
+        failure: str | None = None,
+    ) -> bool:
         now = self.now()
         with self.store.write() as tx:
-            if not tx.finish_demo(job_id, state, now, result, chart_path, error):
+            if not tx.finish_demo(job_id, state, now, result, chart_path, error, failure):
                 return False
             job = tx.get_demo(job_id)
             if job is not None:
@@ -149,7 +183,7 @@ class DemoJobsMixin(EngineBase):
             for job in running
             if job is not None and (serves is None or serves(CommunityRef(job.platform, job.community)))
         ]
-        return sum(1 for job_id in mine if self.demo_failed(job_id, reason))
+        return sum(1 for job_id in mine if self.demo_failed(job_id, reason, "restart"))
 
     def demo_jobs(self, limit: int = 50) -> list[DemoJobRecord]:
         """The newest demo jobs, newest first (for `studybot jobs`)."""

@@ -12,6 +12,7 @@ import re
 
 from bot.core import wording
 from bot.core.errors import InvalidInput
+from bot.core.numbers import ascii_int
 from bot.core.values import DemoRequest
 
 DEMOS = ("checkpoint", "estimate")
@@ -77,9 +78,10 @@ def parse_demo(text: str) -> DemoRequest:
         seen.add(key)
         if key in INT_BOUNDS[name]:
             low, high = INT_BOUNDS[name][key]
-            if not value.isdigit() or not low <= int(value) <= high:
+            whole = ascii_int(value)
+            if whole is None or not low <= whole <= high:
                 raise InvalidInput(wording.demo_whole_number(key, low, high, value[:20]))
-            value = str(int(value))
+            value = str(whole)
         elif key in FLOAT_BOUNDS.get(name, {}):
             low_f, high_f = FLOAT_BOUNDS[name][key]
             number = float(value) if _NUMBER.fullmatch(value) else math.nan

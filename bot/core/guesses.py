@@ -15,6 +15,7 @@ from bot.core import wording
 from bot.core.demo_request import DEFAULT_STRATEGIES
 from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput
+from bot.core.numbers import ascii_int
 from bot.core.ports import StoreTx
 from bot.core.records import DemoJobRecord
 from bot.core.values import ChannelRef, DemoFailedCard, DemoResultCard, Notice, UserRef
@@ -84,10 +85,8 @@ def first_figure_in(job: DemoJobRecord) -> bool:
 def parse_console_guess(text: str) -> int | None:
     """`guess 2` (1-4, the bands in order) -> band 1; None for anything else."""
     words = text.split()
-    if len(words) != 2 or words[0].lower() != "guess" or not words[1].isdigit():
-        return None
-    number = int(words[1])
-    return number - 1 if 1 <= number <= BANDS else None
+    number = ascii_int(words[1]) if len(words) == 2 and words[0].lower() == "guess" else None
+    return number - 1 if number is not None and 1 <= number <= BANDS else None
 
 
 class GuessesMixin(EngineBase):

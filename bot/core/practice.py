@@ -16,9 +16,9 @@ from bot.core.bank import TOPICS, Question
 from bot.core.community import CommunityConfig
 from bot.core.engine_base import FORMER_MEMBER, EngineBase
 from bot.core.errors import InvalidInput, NotFound
+from bot.core.numbers import ascii_int
 from bot.core.ports import StoreTx
 from bot.core.records import SuggestionRecord
-from bot.core.numbers import ascii_int
 from bot.core.text import clean_name
 from bot.core.values import (
     ChannelRef,

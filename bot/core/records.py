@@ -114,6 +114,7 @@ class DemoJobRecord:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    failure: str | None = None  # why it failed: the member's run or the bot's (migration 0021)
 
 
 @dataclass(frozen=True)

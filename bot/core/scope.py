@@ -17,7 +17,9 @@ class ShardsOf:
     ids: tuple[int, ...]
 
     def __call__(self, community_id: str) -> bool:
-        return community_id.isdigit() and (int(community_id) >> 22) % self.count in self.ids
+        # ASCII digits only (bot/core/numbers.py says why; the store's values import nothing more)
+        digits = community_id.isascii() and community_id.isdigit() and len(community_id) <= 20
+        return digits and (int(community_id) >> 22) % self.count in self.ids
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from bot.core import scoring
 MONDAY = 0
 # A round posted within this long after its moment is on time; later it says it is late.
 LATE_AFTER = timedelta(minutes=5)
-_TIME_RE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+_TIME_RE = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")  # ASCII digits only
 _MAX_GAP_MINUTES = 48 * 60  # the longest zone change ever (a skipped day) is well inside this
 
 

@@ -202,6 +202,28 @@ def at_head(url: str) -> bool:
     return schema_revision(url) == head_revision()
 
 
+# The SQLite files whose folder the bot creates when it is missing: the documented defaults
+# (docs/configuration.md's `sqlite:///studybot.db`, the Docker image's `sqlite:////data/studybot.db`).
+# Any other URL's folder must exist: a mistyped URL must not create folders anywhere.
+DEFAULT_SQLITE_PATHS = ("studybot.db", "/data/studybot.db")
+
+
+def sqlite_folder(url: str) -> None:
+    """The folder of a SQLite URL's file: created only for a documented default path; any other
+    missing folder is one sentence (StoreUnavailable), and nothing is created."""
+    path = url.removeprefix("sqlite:///").split("?", 1)[0]
+    folder = Path(path).expanduser().parent
+    if folder.is_dir():
+        return
+    if path in DEFAULT_SQLITE_PATHS:
+        folder.mkdir(parents=True, exist_ok=True)
+        return
+    raise StoreUnavailable(
+        f"The folder {folder} of the database at {safe_url(url)} does not exist: create it, "
+        "or correct STUDYBOT_DATABASE_URL (the bot creates a folder only for its default path)."
+    )
+
+
 def upgrade(url: str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
     """Create or upgrade the schema to the newest Alembic revision."""
     if url != "sqlite:///:memory:" and at_head(url):
@@ -210,7 +232,7 @@ def upgrade(url: str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
     from alembic.config import Config
 
     if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        sqlite_folder(url)
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))

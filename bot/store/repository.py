@@ -175,7 +175,27 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
     def points_total(self, member_id: int) -> int:
         return int(self.conn.execute(select(col(Member.points_total)).where(col(Member.id) == member_id)).scalar_one())
 
-    def delete_member(self, member_id: int) -> None:
+    def delete_member(self, member_id: int, forgotten_name: str = "") -> None:
+        """Everything stored about a member (/forget-me): their rows go, their demo jobs stay
+        for the community's history with no id and `forgotten_name`, their decision messages
+        go from the outbox. tests/test_forget_me.py walks every table and column so none is missed."""
+        who = self.conn.execute(
+            select(col(Member.community_id), col(Member.user_id)).where(col(Member.id) == member_id)
+        ).first()
+        if who is not None:
+            community_id, user_id = who
+            self.conn.execute(
+                update(DemoJob)
+                .where(col(DemoJob.community_id) == community_id, col(DemoJob.user_id) == user_id)
+                .values(user_id="", user_name=forgotten_name[:80])
+            )
+            self.conn.execute(  # a decision on their question is sent to them: its channel is their id
+                delete(Outbox).where(
+                    col(Outbox.community_id) == community_id,
+                    col(Outbox.kind) == "decision",
+                    col(Outbox.channel_id) == user_id,
+                )
+            )
         item_stats.forget_member(self.conn, member_id)
         self.conn.execute(delete(Answer).where(col(Answer.member_id) == member_id))
         self.conn.execute(delete(WeeklyPoints).where(col(WeeklyPoints.member_id) == member_id))
@@ -867,15 +887,20 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
             created_at=row.created_at,
             started_at=row.started_at,
             finished_at=row.finished_at,
+            failure=row.failure,
         )
 
-    def last_demo_at(self, community_id: int, user_id: str) -> datetime | None:
-        """When this member last asked for a demo that was not lost to a failure of ours."""
+    def last_demo_at(self, community_id: int, user_id: str, exempt: tuple[str, ...]) -> datetime | None:
+        """When this member last asked for a demo that was not lost to a failure of ours: every
+        job counts but a failed one whose `failure` is in `exempt` (or unrecorded, before 0021)."""
         return self.conn.execute(
             select(func.max(col(DemoJob.created_at))).where(
                 col(DemoJob.community_id) == community_id,
                 col(DemoJob.user_id) == user_id,
-                col(DemoJob.state) != "failed",
+                or_(
+                    col(DemoJob.state) != "failed",
+                    and_(col(DemoJob.failure).is_not(None), col(DemoJob.failure).not_in(exempt)),
+                ),
             )
         ).scalar()
 
@@ -935,19 +960,27 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
     def claim_demo(
         self, worker: str, backend: str, now: datetime, serves: Callable[[str, str], bool] | None = None
     ) -> DemoJobRecord | None:
-        """The oldest queued job of a community with nothing running, marked running; with
-        `serves` (platform, community id -> bool), only of the communities it accepts (a
-        Discord shard process runs its own guilds' demos, so their progress edits come from it)."""
+        """The oldest queued job of a community with nothing running, marked running, taking the
+        communities in turn: the one whose last demo started longest ago (or never) first, so one
+        community's full queue does not hold up the others'. With `serves` (platform, community
+        id -> bool), only of the communities it accepts (a Discord shard process runs its own
+        guilds' demos, so their progress edits come from it)."""
         if self.dialect == "postgresql":
             # Row locks alone let two processes both see a community idle and each start one of
             # its jobs; claims are rare, so one transaction-scoped lock serializes them.
             self.conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DEMO_CLAIM_LOCK})
         busy = select(col(DemoJob.community_id)).where(col(DemoJob.state) == "running")
+        started = DemoJob.__table__.alias("started")  # type: ignore[attr-defined]
+        last_start = (
+            select(func.max(started.c.started_at))
+            .where(started.c.community_id == col(DemoJob.community_id))
+            .scalar_subquery()
+        )
         query = (
             select(col(DemoJob.id), col(Community.platform), col(Community.external_id))
             .join(Community, col(Community.id) == col(DemoJob.community_id))
             .where(col(DemoJob.state) == "queued", col(DemoJob.community_id).not_in(busy))
-            .order_by(col(DemoJob.id))
+            .order_by(last_start.is_not(None), last_start, col(DemoJob.id))
         )
         if serves is None:
             query = query.limit(1)
@@ -971,9 +1004,16 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
         self.conn.execute(update(DemoJob).where(col(DemoJob.id) == job_id).values(message_ref=message_ref[:128]))
 
     def finish_demo(
-        self, job_id: int, state: str, now: datetime, result: str | None, chart_path: str | None, error: str | None
+        self,
+        job_id: int,
+        state: str,
+        now: datetime,
+        result: str | None,
+        chart_path: str | None,
+        error: str | None,
+        failure: str | None = None,
     ) -> bool:
-        """Record a running (or queued) job's end; False when it had ended already."""
+        """Record a running (or queued) job's end (and, failed, why); False when it had ended already."""
         done = self.conn.execute(
             update(DemoJob)
             .where(col(DemoJob.id) == job_id, col(DemoJob.state).in_(("queued", "running")))
@@ -983,6 +1023,7 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
                 result=result,
                 chart_path=None if chart_path is None else chart_path[:500],
                 error=None if error is None else error[:500],
+                failure=None if failure is None else failure[:16],
             )
         ).rowcount
         return bool(done)

@@ -201,6 +201,9 @@ class DemoJob(SQLModel, table=True):
     result: str | None = Field(default=None)  # the demo's JSON result
     chart_path: str | None = Field(default=None, max_length=500)
     error: str | None = Field(default=None, max_length=500)
+    # Why it failed (migration 0021): the member's run (refused | timeout | memory | failed),
+    # charged to their cooldown, or the bot's (restart | unavailable | worker | bug), not.
+    failure: str | None = Field(default=None, max_length=16)
     backend: str | None = Field(default=None, max_length=16)
     worker: str | None = Field(default=None, max_length=64)
     message_ref: str | None = Field(default=None, max_length=128)

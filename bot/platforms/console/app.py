@@ -25,6 +25,7 @@ from typing import Any, TextIO
 from bot import anki
 from bot.bridge import report_incident
 from bot.core import confidence, wording
+from bot.core.anki_export import file_name
 from bot.core.demo_request import parse_demo
 from bot.core.scope import OnlyIds
 from bot.core.text import MAX_TEXT, clean_name
@@ -35,6 +36,7 @@ from bot.core.values import (
     ChannelRef,
     CommunityRef,
     DemoProgressCard,
+    Forgotten,
     Posted,
     Problem,
     QuestionCard,
@@ -286,10 +288,10 @@ class ConsoleApp:
             if card is None:
                 return [Message("user", "notice", wording.NOT_AN_ANSWER, {})]
             messages = render(card)
-            if isinstance(card, AnswerFeedback) and card.noted is None:
-                self.sure_for = card.round_id
             if isinstance(card, AnswerFeedback):
                 self.sure_for = None
+            if isinstance(card, AnswerFeedback) and card.noted is None:
+                self.sure_for = card.round_id
                 messages.append(Message("user", "ask_sure", wording.CONSOLE_ASK_SURE, {"round_id": card.round_id}))
             return messages
         name, rest = commands.split(text)
@@ -298,9 +300,9 @@ class ConsoleApp:
                 if not rest:
                     return render(Problem(wording.CONSOLE_SAY_WHO))
                 self.user = self._user(rest)
+                self.sure_for = None  # the question was put to the user before
                 name = self.user.display_name
                 return [Message("user", "notice", wording.console_now_you(name), {"user": name})]
-                self.sure_for = None  # the question was put to the user before
             case "help":
                 return [Message("user", "help", wording.CONSOLE_HELP, {})]
             case "quit" | "exit":
@@ -320,11 +322,14 @@ class ConsoleApp:
         if asked is None:
             return render(Problem(wording.unknown_command("/" + name)))
         result: Card = await self.runtime.call(getattr(self.engine, asked.method), *asked.args)
-        if isinstance(result, AnkiDeck):  # /review export: the package written to a file, its path shown
-            saved = await self.runtime.call(anki.save, result, self.options.export_dir)
         if isinstance(result, QuestionCard):  # a new question: "how sure" of the last answer is dropped
             self.sure_for = None
+        if isinstance(result, AnkiDeck):  # /review export: the package written to a file, its path shown
+            saved = await self.runtime.call(anki.save, result, self.options.export_dir)
             return render(saved) if isinstance(saved, Problem) else anki_saved(result, str(saved))
+        if isinstance(result, Forgotten):  # the member's exported deck goes with the rest of them
+            deck = file_name("misses", self.user.display_name)
+            await self.runtime.call(anki.remove_saved, self.options.export_dir, deck)
         if isinstance(result, RevealCard):  # /close: the reveal itself is a channel post
             return []
         # /daily, /config post-now: the question itself is a channel post, through the outbox

@@ -37,7 +37,7 @@ from bot.core.values import (
 from bot.platforms.runtime import Runtime
 from bot.platforms.slack import render
 from bot.platforms.slack.errors import send_failed
-from bot.platforms.slack.gate import gate
+from bot.platforms.slack.gate import gate, same_site
 from bot.platforms.slack.identity import PLATFORM, Identity
 from bot.platforms.slack.listeners import Listeners
 from bot.platforms.slack.logs import keep_secrets_out
@@ -225,15 +225,14 @@ class SlackBot:
         bolt = self.app.web_app(path=EVENTS_PATH, port=self.settings.port)
         secret = self.settings.slack_signing_secret.get_secret_value() if self.settings.slack_signing_secret else ""
         events = gate(self.app, secret)
-        return [
-            web.route(
-                route.method,
-                route.resource.canonical,
-                events if route.method == "POST" and route.resource.canonical == EVENTS_PATH else route.handler,
-            )
-            for route in bolt.router.routes()
-            if route.resource is not None and route.method != "HEAD"
-        ]
+        routes = []
+        for route in bolt.router.routes():
+            if route.resource is None or route.method == "HEAD":
+                continue
+            path = route.resource.canonical
+            handler = events if route.method == "POST" and path == EVENTS_PATH else same_site(route.handler)
+            routes.append(web.route(route.method, path, handler))
+        return routes
 
     async def start_http(self, host: str, port: int) -> int:
         """Serve /slack/events (and /slack/install, /slack/oauth_redirect with OAuth); returns the port."""

@@ -80,3 +80,17 @@ def gate(app: AsyncApp, signing_secret: str) -> Handler:
         return await to_aiohttp_response(await app.async_dispatch(bolt_request))
 
     return handle
+
+
+def same_site(handler: Handler) -> Handler:
+    """Bolt's OAuth routes with SameSite=Lax on the cookies they set (the install page's state
+    cookie; Bolt's aiohttp adapter sets Secure and HttpOnly only): the browser sends it back on
+    Slack's top-level redirect to /slack/oauth_redirect, never on another site's request."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        response = await handler(request)
+        for morsel in response.cookies.values():
+            morsel["samesite"] = "Lax"
+        return response
+
+    return handle
