@@ -24,6 +24,7 @@ from bot.core.demo_jobs import DemoJobsMixin, DemoPolicy
 from bot.core.errors import InvalidInput
 from bot.core.fsrs_community import FsrsMixin
 from bot.core.guesses import GuessesMixin
+from bot.core.opened_views import OpenedViewsMixin
 from bot.core.outbox import DeliveryPolicy, OutboxMixin
 from bot.core.ports import Links, Store
 from bot.core.practice import PracticeMixin, PracticePolicy, SuggestionPolicy
@@ -57,6 +58,7 @@ class StudyEngine(
     DemoJobsMixin,
     ScheduleReadsMixin,
     AnkiExportMixin,
+    OpenedViewsMixin,
 ):
     """The study bot's rules. Each public method is one use case and one unit of work."""
 

@@ -19,6 +19,7 @@ from bot.core.records import (
     NewAnswer,
     NewDaily,
     NewPost,
+    OpenedView,
     OutboxRecord,
     RoundRecord,
     SuggestionRecord,
@@ -84,6 +85,20 @@ class StoreTx(Protocol):
     def set_round_ref(self, round_id: int, message_ref: str) -> None: ...
     def daily_by_ref(self, community_id: int, message_ref: str) -> RoundRecord | None: ...
     def claim_event(self, platform: str, event_id: str, now: datetime, keep: timedelta) -> bool: ...
+    # The forms the bot opened (bot/core/opened_views.py; bot/store/slack_views.py)
+    def add_view(
+        self,
+        view_id: str,
+        team_id: str,
+        holder: str,
+        callback_id: str,
+        reply_url: str | None,
+        now: datetime,
+        keep: timedelta,
+    ) -> None: ...
+    def find_view(
+        self, view_id: str, team_id: str, holder: str, callback_id: str, since: datetime
+    ) -> OpenedView | None: ...
     def answer_context(
         self, round_id: int, user_id: str, platform: str, community: str, user_key: str
     ) -> AnswerContext | None: ...

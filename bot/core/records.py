@@ -10,6 +10,14 @@ from bot.core.values import RoundKind
 
 
 @dataclass(frozen=True)
+class OpenedView:
+    """A form (a Slack modal) the bot opened, and where its answer may be sent back."""
+
+    view_id: str
+    reply_url: str | None
+
+
+@dataclass(frozen=True)
 class RoundRecord:
     id: int
     community_id: int

@@ -74,6 +74,8 @@ def answered_which(card: AnswerFeedback) -> str:
     return f"This answered your {KIND_LABELS[card.kind].lower()} #{card.round_id}."
 # A click or select whose id the bot cannot decode (an older release's message, a hand-made id).
 STALE_BUTTON = "This button is from an older question and no longer works."
+# A form submitted that the bot did not open for this member (or opened more than a day ago).
+FORM_NOT_OURS = "This form was not opened by the bot for you, or it has expired: open it again to send it."
 BUG = "Sorry, something went wrong on our side (incident {incident}); nothing you stored was lost."
 
 

@@ -35,6 +35,7 @@ from bot.store.dailies import DailyBatchQueries
 from bot.store.database import Database, insert_ignoring
 from bot.store.group import GroupCommit
 from bot.store.guesses import GuessQueries
+from bot.store.slack_views import SlackViewQueries
 from bot.store.item_stats import ItemStatsQueries
 from bot.store.streak_repair import StreakRepairQueries
 from bot.store.tables import (
@@ -112,7 +113,9 @@ class SqlStore:
         return self.group.run(lambda conn: unit(SqlTx(conn)))
 
 
-class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQueries, DailyBatchQueries):
+class SqlTx(
+    ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQueries, DailyBatchQueries, SlackViewQueries
+):
     """One transaction's queries."""
 
     def __init__(self, conn: Connection) -> None:

@@ -142,6 +142,23 @@ class LeaderboardPost(SQLModel, table=True):
     posted_at: datetime
 
 
+class SlackView(SQLModel, table=True):
+    """A Slack modal the bot opened (views.open's id), in which workspace, for whom (the salted
+    hash /forget-me keys forgotten answers by, never the member's id), with which callback and
+    where its answer may go back (a click's response_url): a view_submission for any other view
+    is refused (migration 0019). Kept a day."""
+
+    __tablename__ = "slack_views"
+    __table_args__ = (Index("ix_slack_views_opened", "opened_at"),)
+
+    view_id: str = Field(max_length=32, primary_key=True)
+    team_id: str = Field(max_length=64)
+    holder: str = Field(max_length=64)
+    callback_id: str = Field(max_length=100)
+    reply_url: str | None = Field(default=None, max_length=500)
+    opened_at: datetime
+
+
 class ForgottenAnswer(SQLModel, table=True):
     """A member who asked to be forgotten while a round was still open: only a salted hash
     of who they were, so that a second answer to that round is refused (the first is final)
