@@ -74,6 +74,22 @@ _NOTE_VIEW = re.compile("^" + re.escape(QUEUE_PREFIX) + r"\d+:note$")
 # Slack waits 3 s for a modal's answer; an engine answer later than this closes the modal
 # and goes to the member's messages with the app instead.
 ACK_WITHIN = 2.5
+# Where Slack's response_urls point; the configured API base's host is added (a test's fake).
+SLACK_REPLY_HOST = "https://hooks.slack.com/"
+
+
+def reply_host(api_url: str) -> str:
+    """The scheme, host and port of a URL, ending in "/" ("" when it has none)."""
+    scheme, sep, rest = api_url.partition("://")
+    host = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if not sep or scheme not in ("http", "https") or not host or "@" in host or "\\" in host:
+        return ""
+    return f"{scheme}://{host}/"
+
+
+def may_reply_to(url: str, hosts: tuple[str, ...]) -> bool:
+    """Whether a response_url points at one of Slack's response hosts."""
+    return bool(url) and reply_host(url) in hosts
 
 
 def config_value(key: str, value: str, channel_id: str) -> str:
@@ -94,7 +110,13 @@ class Listeners:
     """Every listener of the Bolt app, for one process."""
 
     def __init__(
-        self, runtime: Runtime, identity: Identity, config_users: frozenset[str], oauth: bool, installations: Any
+        self,
+        runtime: Runtime,
+        identity: Identity,
+        config_users: frozenset[str],
+        oauth: bool,
+        installations: Any,
+        reply_hosts: tuple[str, ...] = (SLACK_REPLY_HOST,),
     ) -> None:
         self.runtime = runtime
         self.engine = runtime.engine
@@ -102,6 +124,7 @@ class Listeners:
         self.config_users = config_users
         self.oauth = oauth
         self.installations = installations
+        self.reply_hosts = reply_hosts  # where a stored response_url may point (reply_host)
         self._handling = InFlight()  # listeners' work after their ack
 
     def register(self, app: AsyncApp) -> None:
@@ -154,8 +177,10 @@ class Listeners:
         user = self.identity.user(context, str(body.get("user_id", "")), body.get("user_name"))
         channel = ChannelRef(PLATFORM, user.community_id, str(body.get("channel_id", "")))
         name = TABLE_NAMES.get(command, "help")
-        if name == "suggest":  # the form; its submit is the one engine call
-            await client.views_open(trigger_id=body.get("trigger_id"), view=render.suggest_modal(channel.channel_id))
+        if name == "suggest":  # the form, noted as opened by the bot (a submission of any other is refused)
+            view = render.suggest_modal(channel.channel_id)
+            opened = await client.views_open(trigger_id=body.get("trigger_id"), view=view)
+            await self.runtime.call(self.engine.view_opened, user, str(opened["view"]["id"]), SUGGEST_VIEW)
             return
         admin = False
         if name == "config":  # Slack's own parts around the table: a channel mention, the admin check
@@ -225,9 +250,11 @@ class Listeners:
             refused = render.escape(wording.config_admins_only(CONFIG_COMMAND))
             await respond(text=refused, response_type="ephemeral", replace_original=False)
             return
-        if decoded[1] == "note":
+        if decoded[1] == "note":  # the form, noted with the queue message's response_url (a Slack host's)
             queue_url = str(body.get("response_url") or "")
-            await client.views_open(trigger_id=body.get("trigger_id"), view=render.note_modal(action_id, queue_url))
+            opened = await client.views_open(trigger_id=body.get("trigger_id"), view=render.note_modal(action_id))
+            reply_to = queue_url if may_reply_to(queue_url, self.reply_hosts) else None
+            await self.runtime.call(self.engine.view_opened, user, str(opened["view"]["id"]), action_id, reply_to)
             return
         card = await self.runtime.call(self.engine.decide_button, CommunityRef(PLATFORM, user.community_id), action_id)
         if isinstance(card, SuggestionDecided):  # the queue's message redrawn: no live button for a decided one
@@ -254,6 +281,8 @@ class Listeners:
         form = render.suggestion_form(view)
 
         async def work() -> None:
+            if await self._not_opened(ack, user, view, "prompt"):
+                return
             call = self.runtime.call(self.engine.suggest, user, channel, form)
             await self._answer_view(ack, client, user.user_id, wording.SUGGEST_TITLE, call)
 
@@ -273,12 +302,26 @@ class Listeners:
             return await self.runtime.call(self.engine.decide_button, community, note_id, note)
 
         async def work() -> None:
+            opened = await self.runtime.call(self.engine.view_submitted, user, str(view.get("id", "")), note_id)
+            if opened is None:
+                await ack(response_action="errors", errors={render.NOTE_BLOCK: wording.FORM_NOT_OURS})
+                return
             card = await self._answer_view(ack, client, user.user_id, wording.NOTE_TITLE, decide())
-            queue_url = str(view.get("private_metadata") or "")
-            if isinstance(card, SuggestionDecided) and queue_url.startswith(("https://", "http://")):
+            queue_url = opened.reply_url or ""  # noted when the bot opened the form; never the view's metadata
+            if isinstance(card, SuggestionDecided) and may_reply_to(queue_url, self.reply_hosts):
                 await self._redraw_queue(queue_url, card)
 
         await self._guard("note", work, self._direct(client, user.user_id))
+
+    async def _not_opened(self, ack: Any, user: UserRef, view: dict[str, Any], block: str) -> bool:
+        """True (and the submission refused under `block`) for a view the bot did not open for `user`."""
+        opened = await self.runtime.call(
+            self.engine.view_submitted, user, str(view.get("id", "")), str(view.get("callback_id", ""))
+        )
+        if opened is None:
+            await ack(response_action="errors", errors={block: wording.FORM_NOT_OURS})
+            return True
+        return False
 
     @staticmethod
     async def _redraw_queue(queue_url: str, card: SuggestionDecided) -> None:
