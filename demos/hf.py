@@ -78,11 +78,13 @@ def gpt2_loss(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
 
     A loop writes ``outputs = model(...); outputs.loss.backward()``, so ``outputs`` and
     its logits (batch x tokens x vocabulary floats) stay alive through backward; the
-    returned loss holds them the same way until the caller drops it.
+    returned loss holds the logits the same way until the caller drops it. It holds the
+    logits, not ``outputs``: ``outputs.loss`` is the loss itself, and that reference cycle
+    kept the logits alive until garbage collection ran.
     """
     outputs = model(input_ids=ids, labels=ids, use_cache=False)
     loss: torch.Tensor = outputs.loss
-    setattr(loss, "_outputs", outputs)  # noqa: B010 - keep the logits alive, as the loop's variable does
+    setattr(loss, "_logits", outputs.logits)  # noqa: B010 - as the loop's variable does
     return loss
 
 

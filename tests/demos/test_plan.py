@@ -189,3 +189,24 @@ def test_cli_bad_input_is_one_sentence(args: list[str], fragment: str) -> None:
     assert proc.returncode == 2
     assert fragment in proc.stderr
     assert proc.stderr.strip().count("\n") == 0
+
+
+def test_gpt2_loss_frees_its_logits_without_garbage_collection() -> None:
+    import gc
+    import weakref
+
+    from demos.hf import build_gpt2, gpt2_loss
+
+    torch.manual_seed(0)
+    model = build_gpt2(1, 32, 2, 64)
+    ids = torch.randint(0, 50257, (1, 16))
+    gc.disable()
+    try:
+        loss = gpt2_loss(model, ids)
+        logits = weakref.ref(getattr(loss, "_logits"))
+        assert logits() is not None  # alive while the loss is, as a training loop's outputs are
+        backward(loss)
+        del loss
+        assert logits() is None  # freed at once: no reference cycle waits for gc
+    finally:
+        gc.enable()
