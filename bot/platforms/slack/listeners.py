@@ -34,6 +34,7 @@ from bot.core.confidence import CONFIDENCE_PREFIX, decode_confidence
 from bot.core.demo_request import DEMO_BUTTON_PREFIX, decode_demo_button
 from bot.core.guesses import GUESS_PREFIX, decode_guess
 from bot.core.practice import QUEUE_PREFIX, decode_decision
+from bot.core.records import OpenedView
 from bot.core.values import (
     AnkiDeck,
     AnswerWithHome,
@@ -303,7 +304,7 @@ class Listeners:
 
         async def work() -> None:
             opened = await self.runtime.call(self.engine.view_submitted, user, str(view.get("id", "")), note_id)
-            if opened is None:
+            if not isinstance(opened, OpenedView):  # None, or a Problem: refused either way
                 await ack(response_action="errors", errors={render.NOTE_BLOCK: wording.FORM_NOT_OURS})
                 return
             card = await self._answer_view(ack, client, user.user_id, wording.NOTE_TITLE, decide())
@@ -318,7 +319,7 @@ class Listeners:
         opened = await self.runtime.call(
             self.engine.view_submitted, user, str(view.get("id", "")), str(view.get("callback_id", ""))
         )
-        if opened is None:
+        if not isinstance(opened, OpenedView):  # None, or a Problem: refused either way
             await ack(response_action="errors", errors={block: wording.FORM_NOT_OURS})
             return True
         return False
