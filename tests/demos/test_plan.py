@@ -210,3 +210,16 @@ def test_gpt2_loss_frees_its_logits_without_garbage_collection() -> None:
         assert logits() is None  # freed at once: no reference cycle waits for gc
     finally:
         gc.enable()
+
+
+def test_chart_is_a_png_with_the_frontier_and_the_breakdown(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    from demos.plan_chart import plan_chart
+
+    p = plan(sac_test(1.6, "peak"))
+    path = tmp_path / "plan.png"
+    plan_chart(p, str(path))
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.size[0] > 800
