@@ -337,7 +337,7 @@ async def test_the_web_page_links_a_members_misses_and_the_revealed_bank(
     assert shown.guid == missed.guid  # the same question is the same note in both decks
 
     # The member deck needs the member's own link; a private community's bank deck needs a link.
-    assert (await get(links.admin(community).replace("/admin", "/me/misses.apkg")))[0] == 404
+    assert (await get(links.admin(community, "ann").replace("/admin", "/me/misses.apkg")))[0] == 404
     assert (await get(f"{base}/c/console/club/bank.apkg"))[0] == 404
     engine.configure(community, "web", "public")
     status, _, data = await get(f"{base}/c/console/club/bank.apkg")

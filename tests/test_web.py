@@ -223,7 +223,7 @@ def member_link(site: Site, name: str) -> str:
 
 
 def admin_link(site: Site) -> str:
-    return site.links.admin(GUILD)
+    return site.links.admin(GUILD, "ann")
 
 
 def body_text(driver: Any) -> str:
@@ -720,3 +720,93 @@ def test_hsts_behind_tls_and_no_server_version(site: Site) -> None:
 async def _started(server: WebServer) -> WebServer:
     await server.start()
     return server
+
+
+# ------------------------------------------------------------ links that can be revoked
+
+
+def _link_in(lines: list[Any], base: str) -> str:
+    text = "\n".join(m.text for m in lines)
+    return next(word for word in text.split() if word.startswith(base + "/s/"))
+
+
+def _revoked(url: str) -> None:
+    from bot.web.app import LINK_REVOKED
+
+    code, html = status(url)
+    assert code == 403, url
+    assert LINK_REVOKED.split(":")[0].replace("'", "&#39;") in html and "points" not in html
+
+
+def test_forget_me_revokes_the_members_link(site: Site) -> None:
+    """/forget-me advances the member's link version: the link /score gave them gets 403 with
+    a sentence (it used to open their page for up to 168 hours); another member's still opens."""
+    chat = Console(site.engine, "revoke-forget", "Hal")
+    chat.handle("/config channel console")
+    round_question = _daily(chat)
+    _answer(chat, "Hal", round_question, True)
+    hal = _link_in(chat.handle("/score"), site.base)
+    _answer(chat, "Ivy", round_question, False)
+    ivy = _link_in(chat.handle("/score"), site.base)
+    assert status(hal)[0] == 200 and status(ivy)[0] == 200
+    chat.handle("/as Hal")
+    chat.handle("/forget-me confirm")
+    _revoked(hal)
+    _revoked(hal.replace("/me", "/board"))
+    assert status(ivy)[0] == 200
+
+
+def test_config_web_rotate_revokes_every_link(site: Site) -> None:
+    """`/config web rotate` (the console's, the same engine call as Discord's and Slack's):
+    every member's and admin's link to the community gets 403; the reply says so and carries
+    the admin's new link; links asked for afterwards open; another community's are untouched."""
+    from bot.core import wording
+
+    chat = Console(site.engine, "revoke-rotate", "Jo")
+    chat.handle("/config channel console")
+    _answer(chat, "Jo", _daily(chat), True)
+    member = _link_in(chat.handle("/score"), site.base)
+    admin = _link_in(chat.handle("/config"), site.base)
+    elsewhere = member_link(site, "Ann")
+    assert status(member)[0] == 200 and status(admin)[0] == 200
+    reply = chat.handle("/config web rotate")
+    assert wording.LINKS_ROTATED in "\n".join(m.text for m in reply)
+    new_admin = _link_in(reply, site.base)
+    for old in (member, admin, member.replace("/me", "/bank"), admin.replace("/admin", "/board")):
+        _revoked(old)
+    assert status(new_admin)[0] == 200 and new_admin != admin
+    assert status(_link_in(chat.handle("/score"), site.base))[0] == 200
+    assert status(elsewhere)[0] == 200
+
+
+def test_admin_link_names_its_admin_and_losing_the_right_revokes_it(site: Site) -> None:
+    """An admin link names its admin; when a platform next sees them without the right (a
+    /config refused, or answered as a member who may only look), that link gets 403 while
+    another admin's link and their own member link still open. A link of old that names no
+    admin is not valid."""
+    from bot.core.values import UserRef
+
+    club = CommunityRef("console", "revoke-admin")
+    kim, lee = (UserRef("console", "revoke-admin", uid, name) for uid, name in (("kim", "Kim"), ("lee", "Lee")))
+    chat = Console(site.engine, "revoke-admin", "Kim")
+    chat.handle("/config channel console")
+    _answer(chat, "Kim", _daily(chat), True)
+    kim_member = _link_in(chat.handle("/score"), site.base)
+    kim_admin = site.engine.configure(club, "show", None, kim).link  # type: ignore[union-attr]
+    lee_admin = site.engine.configure(club, "show", None, lee).link  # type: ignore[union-attr]
+    assert kim_admin and lee_admin and kim_admin != lee_admin
+    assert site.links.read(kim_admin.split("/s/")[1].split("/")[0]).holder == "kim"
+    assert status(kim_admin)[0] == 200 and status(lee_admin)[0] == 200
+    # a member who may only look (Slack's /studybot-config show by a non-admin): no link, and Kim's old one goes
+    card = site.engine.configure(club, "show", None, None, kim)
+    assert card.link is None  # type: ignore[union-attr]
+    _revoked(kim_admin)
+    assert status(lee_admin)[0] == 200 and status(kim_member)[0] == 200
+    # a refused /config (Discord without Manage Server) revokes Lee's the same way
+    assert site.engine.config_refused(lee, "Only admins.").text == "Only admins."
+    _revoked(lee_admin)
+    # given the right again, a new link opens
+    again = site.engine.configure(club, "show", None, kim).link  # type: ignore[union-attr]
+    assert again is not None and status(again)[0] == 200
+    nobody = site.links.token(club, "kim", admin=True).replace('"u"', "")  # not a token: any change breaks it
+    assert status(f"{site.base}/s/{nobody}/admin")[0] == 403

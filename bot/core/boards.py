@@ -71,7 +71,7 @@ class BoardsMixin(EngineBase):
             streak=streaks.streak,
             best_streak=streaks.best,
             reviews_due=due,
-            link=self._member_link(user),
+            link=self._member_link(user, tx, community.id),
             levels=levels,
             calibration=calibration(tx.confidence_counts(member_id=member_id)),
             repaired=streaks.repaired,

@@ -67,18 +67,27 @@ class CommunityAdminMixin(EngineBase):
             if member_id is not None:
                 tx.mark_forgotten(tx.open_daily_answered_by(member_id, now), self._forget_key(user))
                 tx.delete_member(member_id, wording.FORGOTTEN_MEMBER)
+            if community is not None:  # every link they were sent stops opening
+                self._revoke_links(tx, community.id, user, ("member", "admin"))
         log.info("forgot a member of %s/%s (%s answers)", user.platform, user.community_id, answers)
         return Forgotten(user=name, answers_deleted=answers)
 
     def config(
-        self, community: CommunityRef, key: str | None = None, value: str | None = None, admin: bool = False
+        self,
+        community: CommunityRef,
+        key: str | None = None,
+        value: str | None = None,
+        admin: UserRef | None = None,
+        asker: UserRef | None = None,
     ) -> ConfigCard:
         """Show the community's settings (and what an admin should know), or change one. The
-        admin page's link is in the card only when `admin` (the platform's word that the member
-        may configure): a member who may only look never gets it, whichever platform asked."""
-        link = self._admin_link(community) if admin else None
+        admin page's link is in the card only for `admin` (the member asking, when the platform
+        says they may configure), and names them: a member who may only look never gets it,
+        whichever platform asked. `asker` without `admin`: the platform says the member asking
+        may not configure, so an admin link they were sent before is revoked."""
         with self.store.write() as tx:
             current = self._community(tx, community)
+            link = self._admin_link_for(tx, current.id, admin, asker)
             alerts = tuple(self._alert(item) for item in tx.undelivered(current.id))
             alerts += self._flag_alerts(tx, current.id)
             if key is None:
@@ -99,19 +108,28 @@ class CommunityAdminMixin(EngineBase):
         )
 
     def configure(
-        self, community: CommunityRef, key: str | None = None, value: str | None = None, admin: bool = False
+        self,
+        community: CommunityRef,
+        key: str | None = None,
+        value: str | None = None,
+        admin: UserRef | None = None,
+        asker: UserRef | None = None,
     ) -> ConfigCard | QuestionCard | AlreadyOpen | Notice | SuggestionQueue | SuggestionDecided:
         """`/config ...` as typed in chat: show, a setting (short names allowed: time, window),
         pause, resume, post-now (open today's round in the configured channel now), or the
         members' questions: suggestions, approve N, note N TEXT, reject N, remove QUESTION-ID.
-        `admin`: the member may configure (the settings card then carries the admin link)."""
+        `admin`: the member asking, when they may configure (the settings card then carries
+        their admin link); `asker`: who asked (see `config`). `web rotate` revokes every link
+        to the community's pages."""
         word = (key or "show").strip().lower()
         if word == "show":
-            return self.config(community, admin=admin)
+            return self.config(community, admin=admin, asker=asker)
+        if word == "web" and (value or "").strip().lower() == "rotate":
+            return self.rotate_links(community, admin)
         if word == "pause":
-            return self.config(community, "paused", "on", admin)
+            return self.config(community, "paused", "on", admin, asker)
         if word == "resume":
-            return self.config(community, "paused", "off", admin)
+            return self.config(community, "paused", "off", admin, asker)
         if word in ("post-now", "post_now", "postnow"):
             with self.store.read() as tx:
                 current = tx.find_community(community.platform, community.community_id)
@@ -120,7 +138,39 @@ class CommunityAdminMixin(EngineBase):
             return self.open_daily(ChannelRef(community.platform, community.community_id, current.channel_id))
         if word in ("suggestions", "approve", "reject", "note", "remove"):
             return self._queue_command(community, word, value)
-        return self.config(community, CONFIG_ALIASES.get(word, word), value, admin)
+        return self.config(community, CONFIG_ALIASES.get(word, word), value, admin, asker)
+
+    def rotate_links(self, community: CommunityRef, admin: UserRef | None = None) -> ConfigCard:
+        """`/config web rotate`: advance the community's link version, so every link to its
+        pages signed before (members' and admins') gets 403; the card carries the asking
+        admin's new link."""
+        with self.store.write() as tx:
+            current = self._community(tx, community)
+            tx.advance_link_version(current.id, "")
+            link = self._admin_link_for(tx, current.id, admin, None)
+            fsrs = config_pair(tx, current.id)
+        log.info("rotated the web links of %s/%s", community.platform, community.community_id)
+        return ConfigCard(community=current.name, settings=(*current.as_pairs(), fsrs), changed="web_links", link=link)
+
+    def config_refused(self, user: UserRef, refusal: str) -> Notice:
+        """The platform refused `user` a /config (they may not configure): the refusal, and
+        any admin link they were sent before stops opening (their own member link still does)."""
+        with self.store.write() as tx:
+            community = tx.find_community(user.platform, user.community_id)
+            if community is not None:
+                self._admin_link_for(tx, community.id, None, user)
+        return Notice(refusal)
+
+    def _admin_link_for(
+        self, tx: StoreTx, community_id: int, admin: UserRef | None, asker: UserRef | None
+    ) -> str | None:
+        """The admin link for `admin`; without one, `asker` may not configure: their earlier
+        admin link is revoked (a member who never had one changes nothing)."""
+        if admin is not None:
+            return self._admin_link(admin, tx, community_id)
+        if asker is not None and self._revoke_links(tx, community_id, asker, ("admin",)):
+            log.info("revoked an admin link in %s/%s: the member lost the right", asker.platform, asker.community_id)
+        return None
 
     def _queue_command(
         self, community: CommunityRef, word: str, value: str | None

@@ -21,7 +21,7 @@ from bot.core.ports import Links, Store, StoreTx
 from bot.core.records import RoundRecord
 from bot.core.text import clean_name
 from bot.core.timing import as_utc
-from bot.core.values import ChannelRef, CommunityRef, QuestionCard, UserRef
+from bot.core.values import ChannelRef, CommunityRef, LinkVersions, QuestionCard, UserRef
 
 FORMER_MEMBER = "a former member"
 
@@ -98,13 +98,43 @@ class EngineBase:
 
     # ------------------------------------------------------------------- links
 
-    def _member_link(self, user: UserRef) -> str | None:
+    def _link_holder(self, community: CommunityRef, user_id: str, role: str) -> str:
+        """Who holds a link ("member" or "admin"), as link_versions keys it: a salted hash, so
+        the row that revokes a forgotten member's old link names nobody."""
+        text = f"{self.forget_salt}|link|{role}|{community.platform}|{community.community_id}|{user_id}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _link_versions(self, tx: StoreTx, community_id: int, holder: str) -> LinkVersions:
+        found = tx.link_versions(community_id, ("", holder))
+        return LinkVersions(community=found.get("", 0), holder=found.get(holder, 0))
+
+    def _member_link(self, user: UserRef, tx: StoreTx, community_id: int) -> str | None:
         if self.links is None:
             return None
-        return self.links.member(CommunityRef(user.platform, user.community_id), user.user_id)
+        ref = CommunityRef(user.platform, user.community_id)
+        versions = self._link_versions(tx, community_id, self._link_holder(ref, user.user_id, "member"))
+        return self.links.member(ref, user.user_id, versions)
 
-    def _admin_link(self, community: CommunityRef) -> str | None:
-        return None if self.links is None else self.links.admin(community)
+    def _admin_link(self, admin: UserRef, tx: StoreTx, community_id: int) -> str | None:
+        """The admin page's link for `admin` (a member who may configure), naming them: their
+        holder row is noted so that their losing the right can advance it."""
+        if self.links is None:
+            return None
+        ref = CommunityRef(admin.platform, admin.community_id)
+        holder = self._link_holder(ref, admin.user_id, "admin")
+        tx.note_link_holder(community_id, holder)
+        return self.links.admin(ref, admin.user_id, self._link_versions(tx, community_id, holder))
+
+    def _revoke_links(self, tx: StoreTx, community_id: int, user: UserRef, roles: tuple[str, ...]) -> bool:
+        """Advance the member's versions for these roles ("member", "admin"): every link of
+        theirs signed before is revoked. An admin holder is advanced only when it was given a
+        link. Whether any changed."""
+        ref = CommunityRef(user.platform, user.community_id)
+        changed = False
+        for role in roles:
+            holder = self._link_holder(ref, user.user_id, role)
+            changed |= tx.advance_link_version(community_id, holder, create=role == "member")
+        return changed
 
     # ------------------------------------------------------------ the bank
 

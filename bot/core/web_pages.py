@@ -25,6 +25,7 @@ from bot.core.values import (
     CommunityRef,
     DemosPage,
     LeaderboardPage,
+    LinkVersions,
     MemberPage,
     ScoreCard,
     UserRef,
@@ -46,6 +47,17 @@ class WebPagesMixin(EngineBase):
         if config is None:
             raise NotFound("There is no such community.")
         return pages.web_community(community, config), config
+
+    def link_current(self, community: CommunityRef, holder: str, admin: bool, versions: LinkVersions) -> bool:
+        """Whether a signed link still opens: its community's version and its holder's (the
+        member, or the admin an admin link names) are the stored ones. /forget-me, `/config
+        web rotate` and an admin losing the right advance them, revoking every older link."""
+        with self.store.read() as tx:
+            config = tx.find_community(community.platform, community.community_id)
+            if config is None:
+                return True  # the page's own call answers 404
+            key = self._link_holder(community, holder, "admin" if admin else "member")
+            return self._link_versions(tx, config.id, key) == versions
 
     def web_community(self, community: CommunityRef) -> WebCommunity | None:
         """The community a page is asked for, or None when the bot does not know it."""

@@ -90,7 +90,8 @@ def _config(where: Where, text: str) -> Ask:
     key, value = (key or "show").lower(), value.strip()
     if key == "channel" and value.lower() in ("", "here", "this"):
         value = where.channel.channel_id
-    return Ask("configure", (where.community, key, value or None, where.admin))
+    admin = where.user if where.admin else None  # their link names them; a refused asker's is revoked
+    return Ask("configure", (where.community, key, value or None, admin, where.user))
 
 
 def _demo(where: Where, text: str) -> Ask:
@@ -127,6 +128,7 @@ TABLE: tuple[TextCommand, ...] = (
             "window 8",
             "topics fundamentals,schedules",
             "web public",
+            "web rotate",
             "pause",
             "resume",
             "post-now",

@@ -143,7 +143,7 @@ class LeaderboardPost(SQLModel, table=True):
 
 
 class SlackView(SQLModel, table=True):
-    """A Slack modal the bot opened (views.open's id), in which workspace, for whom (the salted
+    """A Slack modal the bot opened (the external_id it gave it), in which workspace, for whom (the salted
     hash /forget-me keys forgotten answers by, never the member's id), with which callback and
     where its answer may go back (a click's response_url): a view_submission for any other view
     is refused (migration 0019). Kept a day."""
@@ -168,6 +168,18 @@ class ForgottenAnswer(SQLModel, table=True):
 
     round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE", primary_key=True)
     user_key: str = Field(max_length=64, primary_key=True)
+
+
+class LinkVersion(SQLModel, table=True):
+    """The version a community's signed links (holder "") and one holder's links (a salted
+    hash of the member: it outlives their /forget-me) must carry; advancing it revokes every
+    older link. No row is version 0 (migration 0018)."""
+
+    __tablename__ = "link_versions"
+
+    community_id: int = Field(foreign_key="communities.id", ondelete="CASCADE", primary_key=True)
+    holder: str = Field(max_length=64, primary_key=True)
+    version: int = 0
 
 
 class Outbox(SQLModel, table=True):

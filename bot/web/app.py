@@ -6,7 +6,8 @@ Who sees what:
   admin set `/config web public`; otherwise 404, the same as a community that does not exist.
 - `/s/<token>/...`: a signed link from `/score` (a member: the board, the bank, the demos and
   only their own progress) or `/config` (an admin: the same community, and its admin page).
-  A changed or expired token gets 403 and no data.
+  A changed, expired or revoked token gets 403 and no data: each page's engine call first
+  checks, in the same hop, that the link's versions are the store's (`link_current`).
 - Nothing lists communities: `/` only says to ask the bot for a link.
 
 Engine calls run off the event loop, in the bridge's thread pool (the bot's, when it runs in
@@ -32,7 +33,7 @@ from bot.bridge import Bridge, report_incident
 from bot.core import wording
 from bot.core.engine import StudyEngine
 from bot.core.errors import NotFound, StudyBotError
-from bot.core.values import AnkiDeck, BankEntry, ChoiceReveal, CommunityRef
+from bot.core.values import AnkiDeck, BankEntry, ChoiceReveal, CommunityRef, LinkVersions
 from bot.core.wording import BUG
 from bot.web import charts, query
 from bot.web.links import BadLink, Grant, WebLinks, keep_tokens_out_of_logs
@@ -46,6 +47,13 @@ LINKS = web.AppKey("links", WebLinks)
 RUN = web.AppKey("run", object)
 JINJA = web.AppKey("jinja", Environment)
 HTTPS = web.AppKey("https", bool)
+# What a link that no longer opens says (403, no data).
+LINK_EXPIRED = "This link has expired: ask the bot for a new one (/score, or /config for admins)."
+LINK_INVALID = "This link is not valid: ask the bot for a new one (/score, or /config for admins)."
+LINK_REVOKED = (
+    "This link was revoked (a /forget-me, an admin's /config web rotate, or its admin's right removed): "
+    "ask the bot for a new one (/score, or /config for admins)."
+)
 # The Server header: the software's name, never its version (nor Python's).
 SERVER = "studybot"
 # Behind TLS, browsers keep to https for a year.
@@ -68,6 +76,8 @@ class Viewer:
     user_id: str | None = None
     admin: bool = False
     signed: bool = False
+    holder: str = ""  # a signed link's member, or the admin it names
+    versions: LinkVersions = LinkVersions()
 
 
 def _when(moment: datetime | None) -> str:
@@ -210,10 +220,20 @@ async def call(request: web.Request, viewer: Viewer, method: Callable[..., T], *
     checks, in the same hop, that its community is public."""
     run: Any = request.app[RUN]
     if viewer.signed:
-        result: T = await run(method, *args)
+        result: T = await run(_if_current, request.app[ENGINE], viewer, method, *args)
     else:
         result = await run(_if_public, request.app[ENGINE], viewer.community, method, *args)
     return result
+
+
+class _Revoked(Exception):
+    """Raised in the pool: the link's versions are behind the store's."""
+
+
+def _if_current(engine: StudyEngine, viewer: Viewer, method: Callable[..., T], *args: Any) -> T:
+    if not engine.link_current(viewer.community, viewer.holder, viewer.admin, viewer.versions):
+        raise _Revoked()
+    return method(*args)
 
 
 def _if_public(engine: StudyEngine, ref: CommunityRef, method: Callable[..., T], *args: Any) -> T:
@@ -238,7 +258,15 @@ async def signed_viewer(request: web.Request) -> Viewer:
     if links is None:
         raise BadLink(expired=False)
     grant: Grant = links.read(token)
-    return Viewer(grant.community, f"/s/{token}", user_id=grant.user_id, admin=grant.admin, signed=True)
+    return Viewer(
+        grant.community,
+        f"/s/{token}",
+        user_id=grant.user_id,
+        admin=grant.admin,
+        signed=True,
+        holder=grant.holder,
+        versions=grant.versions,
+    )
 
 
 Handler = Callable[[web.Request, Viewer], Awaitable[web.StreamResponse]]
@@ -251,12 +279,10 @@ def _page(
         try:
             viewer = await who(request)
             return await handler(request, viewer)
+        except _Revoked:
+            return refuse(request, 403, "Link not valid", LINK_REVOKED)
         except BadLink as exc:
-            text = (
-                "This link has expired: ask the bot for a new one (/score, or /config for admins)."
-                if exc.expired
-                else "This link is not valid: ask the bot for a new one (/score, or /config for admins)."
-            )
+            text = LINK_EXPIRED if exc.expired else LINK_INVALID
             return refuse(request, 403, "Link not valid", text)
         except NotFound:
             return refuse(request, 404, "Not found", "There is no page here.")

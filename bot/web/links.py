@@ -1,6 +1,9 @@
 """Signed, expiring links to the study web page (itsdangerous' URL-safe timed serializer):
-a member's link names the community and the member, an admin's link the community. The
-engine asks for them through the core's `Links` port when it words `/score` and `/config`."""
+a member's link names the community and the member, an admin's link the community and the
+admin; each carries its community's and its holder's link versions, which the page checks
+against the store's (so /forget-me, `/config web rotate` and an admin losing the right revoke
+it). The engine asks for them through the core's `Links` port when it words `/score` and
+`/config`."""
 
 from __future__ import annotations
 
@@ -13,19 +16,22 @@ from typing import Any
 
 from itsdangerous import BadSignature, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
 
-from bot.core.values import CommunityRef
+from bot.core.values import CommunityRef, LinkVersions
 
 log = logging.getLogger(__name__)
 
 SALT = "studybot.web.link.v1"
+# A link signed before its community's or holder's version was first advanced.
+UNVERSIONED = LinkVersions()
 
 
 class BadLink(Exception):
-    """A link that is not ours, was changed, or has expired: the page answers 403."""
+    """A link that is not ours, was changed, has expired or was revoked: the page answers 403."""
 
-    def __init__(self, expired: bool) -> None:
-        super().__init__("expired" if expired else "invalid")
+    def __init__(self, expired: bool, revoked: bool = False) -> None:
+        super().__init__("expired" if expired else "revoked" if revoked else "invalid")
         self.expired = expired
+        self.revoked = revoked
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,8 @@ class Grant:
     community: CommunityRef
     user_id: str | None  # a member's own pages; None on an admin link
     admin: bool
+    holder: str  # whose link: the member, or the admin an admin link names
+    versions: LinkVersions
 
 
 class WebLinks:
@@ -58,19 +66,23 @@ class WebLinks:
 
         self._serializer = URLSafeTimedSerializer(secret, salt=SALT, signer=_Signer)
 
-    def token(self, community: CommunityRef, user_id: str | None, admin: bool = False) -> str:
-        data: dict[str, Any] = {"p": community.platform, "c": community.community_id}
-        if user_id is not None:
-            data["u"] = user_id
+    def token(
+        self, community: CommunityRef, user_id: str, admin: bool = False, versions: LinkVersions = UNVERSIONED
+    ) -> str:
+        data: dict[str, Any] = {"p": community.platform, "c": community.community_id, "u": user_id}
         if admin:
             data["a"] = 1
+        if versions.community:
+            data["k"] = versions.community
+        if versions.holder:
+            data["v"] = versions.holder
         return str(self._serializer.dumps(data))
 
-    def member(self, community: CommunityRef, user_id: str) -> str:
-        return f"{self.base_url}/s/{self.token(community, user_id)}/me"
+    def member(self, community: CommunityRef, user_id: str, versions: LinkVersions = UNVERSIONED) -> str:
+        return f"{self.base_url}/s/{self.token(community, user_id, versions=versions)}/me"
 
-    def admin(self, community: CommunityRef) -> str:
-        return f"{self.base_url}/s/{self.token(community, None, admin=True)}/admin"
+    def admin(self, community: CommunityRef, user_id: str, versions: LinkVersions = UNVERSIONED) -> str:
+        return f"{self.base_url}/s/{self.token(community, user_id, admin=True, versions=versions)}/admin"
 
     def read(self, token: str) -> Grant:
         """The grant a token carries, or BadLink (tampered, not ours, or expired)."""
@@ -80,13 +92,18 @@ class WebLinks:
             raise BadLink(expired=True) from None
         except BadSignature:
             raise BadLink(expired=False) from None
-        if not isinstance(data, dict) or not isinstance(data.get("p"), str) or not isinstance(data.get("c"), str):
+        if not isinstance(data, dict) or not all(isinstance(data.get(key), str) for key in ("p", "c", "u")):
+            raise BadLink(expired=False)  # an admin link of old named nobody: not revocable, so not valid
+        versions = [data.get(key, 0) for key in ("k", "v")]
+        if not all(type(v) is int and v >= 0 for v in versions):
             raise BadLink(expired=False)
-        user = data.get("u")
+        admin = data.get("a") == 1
         return Grant(
             community=CommunityRef(data["p"], data["c"]),
-            user_id=user if isinstance(user, str) else None,
-            admin=data.get("a") == 1,
+            user_id=None if admin else data["u"],
+            admin=admin,
+            holder=data["u"],
+            versions=LinkVersions(community=versions[0], holder=versions[1]),
         )
 
 

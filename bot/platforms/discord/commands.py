@@ -143,7 +143,7 @@ def register(tree: app_commands.CommandTree[Any], app: CommandHost) -> None:
         if setting == "window":
             return matching(tuple(str(h) for h in (6, 8, 12, 24, 48)), current)
         if setting == "web":
-            return matching(("private", "public"), current)
+            return matching(("private", "public", "rotate"), current)
         return []
 
     @tree.command(name="config", description=say["config"])
@@ -155,15 +155,19 @@ def register(tree: app_commands.CommandTree[Any], app: CommandHost) -> None:
     async def config(interaction: discord.Interaction[Any], setting: str = "show", value: str | None = None) -> None:
         if interaction.guild_id is None or interaction.channel_id is None:
             return await app.refuse(interaction, wording.GUILD_ONLY)
-        if not interaction.permissions.manage_guild:
-            return await app.refuse(interaction, wording.NEEDS_MANAGE_SERVER)
+        found = app.where(interaction)
+        if found is None:
+            return await app.refuse(interaction, wording.GUILD_ONLY)
+        if not interaction.permissions.manage_guild:  # an admin link they had stops opening
+            await app.respond(interaction, engine.config_refused, found[0], wording.NEEDS_MANAGE_SERVER)
+            return None
         if setting == "channel":
             text = (value or "").strip()
             mention = _CHANNEL.match(text)
             value = mention.group(1) if mention else (text or str(interaction.channel_id))
         community = CommunityRef(PLATFORM, str(interaction.guild_id))
-        admin = True  # Manage Server, checked above: the answer may carry the admin link
-        await app.respond(interaction, engine.configure, community, setting, value, admin)
+        admin = found[0]  # Manage Server, checked above: the answer may carry their admin link
+        await app.respond(interaction, engine.configure, community, setting, value, admin, found[0])
 
     @tree.command(name="suggest", description=say["suggest"])
     @app_commands.guild_only()

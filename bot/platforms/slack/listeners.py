@@ -179,17 +179,22 @@ class Listeners:
         channel = ChannelRef(PLATFORM, user.community_id, str(body.get("channel_id", "")))
         name = TABLE_NAMES.get(command, "help")
         if name == "suggest":  # the form, noted as opened by the bot (a submission of any other is refused)
-            view = render.suggest_modal(channel.channel_id)
-            opened = await client.views_open(trigger_id=body.get("trigger_id"), view=view)
-            await self.runtime.call(self.engine.view_opened, user, str(opened["view"]["id"]), SUGGEST_VIEW)
+            view_id = render.new_view_id()
+            await self.runtime.call(self.engine.view_opened, user, view_id, SUGGEST_VIEW)
+            view = render.suggest_modal(channel.channel_id, view_id)
+            await client.views_open(trigger_id=body.get("trigger_id"), view=view)
             return
         admin = False
         if name == "config":  # Slack's own parts around the table: a channel mention, the admin check
             key, _, value = text.partition(" ")
             text = f"{key} {config_value(key, value, channel.channel_id)}".strip()
             admin = await self._may_configure(client, user.user_id)
-            if key.lower() not in ("", "show") and not admin:
-                await respond(text=render.escape(wording.config_admins_only(CONFIG_COMMAND)), response_type="ephemeral")
+            if key.lower() not in ("", "show") and not admin:  # an admin link they had stops opening
+                refused = await self.runtime.call(
+                    self.engine.config_refused, user, wording.config_admins_only(CONFIG_COMMAND)
+                )
+                message = render.render(refused)
+                await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
                 return
         # a member who may only look sees the settings; the engine leaves the admin link out
         asked = commands.ask(name, commands.Where(user, channel, admin), text)
@@ -253,9 +258,10 @@ class Listeners:
             return
         if decoded[1] == "note":  # the form, noted with the queue message's response_url (a Slack host's)
             queue_url = str(body.get("response_url") or "")
-            opened = await client.views_open(trigger_id=body.get("trigger_id"), view=render.note_modal(action_id))
             reply_to = queue_url if may_reply_to(queue_url, self.reply_hosts) else None
-            await self.runtime.call(self.engine.view_opened, user, str(opened["view"]["id"]), action_id, reply_to)
+            view_id = render.new_view_id()
+            await self.runtime.call(self.engine.view_opened, user, view_id, action_id, reply_to)
+            await client.views_open(trigger_id=body.get("trigger_id"), view=render.note_modal(action_id, view_id))
             return
         card = await self.runtime.call(self.engine.decide_button, CommunityRef(PLATFORM, user.community_id), action_id)
         if isinstance(card, SuggestionDecided):  # the queue's message redrawn: no live button for a decided one
@@ -303,7 +309,8 @@ class Listeners:
             return await self.runtime.call(self.engine.decide_button, community, note_id, note)
 
         async def work() -> None:
-            opened = await self.runtime.call(self.engine.view_submitted, user, str(view.get("id", "")), note_id)
+            view_id = str(view.get("external_id") or "")  # the id the bot gave the view it opened
+            opened = await self.runtime.call(self.engine.view_submitted, user, view_id, note_id)
             if not isinstance(opened, OpenedView):  # None, or a Problem: refused either way
                 await ack(response_action="errors", errors={render.NOTE_BLOCK: wording.FORM_NOT_OURS})
                 return
@@ -317,7 +324,7 @@ class Listeners:
     async def _not_opened(self, ack: Any, user: UserRef, view: dict[str, Any], block: str) -> bool:
         """True (and the submission refused under `block`) for a view the bot did not open for `user`."""
         opened = await self.runtime.call(
-            self.engine.view_submitted, user, str(view.get("id", "")), str(view.get("callback_id", ""))
+            self.engine.view_submitted, user, str(view.get("external_id", "")), str(view.get("callback_id", ""))
         )
         if not isinstance(opened, OpenedView):  # None, or a Problem: refused either way
             await ack(response_action="errors", errors={block: wording.FORM_NOT_OURS})
