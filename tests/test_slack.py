@@ -346,7 +346,7 @@ async def test_thread_reply_answers_that_round_while_a_practice_question_is_pend
     # the practice question still waits for its own answer (a click on its buttons)
     click = click_payload(action_ids(quiz)[0], "U5", "T1", "C1", "1.1", slack.fake.response_url("q"), ephemeral=True)
     await slack.click(click)
-    await slack.fake.wait_for("response_url", 2)
+    await slack.fake.wait_response("q")  # the click's own answer (settle's /score also used a response_url)
     assert slack.engine.score(UserRef("slack", "T1", "U5", "u5")).practice.answered == 1
     # a reply in a thread that is not a round's is chat
     await slack.event(thread_reply("U5", "a", "1700000600.000001", "1699999999.000009"), "EvP2")
