@@ -331,3 +331,76 @@ async def test_the_admin_link_reaches_only_members_who_may_configure_on_every_pl
                 assert (ADMIN_URL in answer) == admin, (admin, options, answer)
     finally:
         await running.stop()
+
+
+# ------------------------------------------------- an admin link revoked when its admin loses the right
+
+
+def _token(answer: str) -> str:
+    return answer.split("/s/", 1)[1].split("/", 1)[0]
+
+
+async def test_an_admin_link_stops_opening_when_its_admin_loses_the_right_on_slack_and_discord(
+    world: World,  # noqa: F811
+    tmp_path: Path,
+    test_bank: Bank,
+    clock: FakeClock,
+) -> None:
+    """An admin gets a signed admin link naming them; when the platform next sees them without
+    the right (Slack: users.info no longer says admin, on /studybot-config show or a setting;
+    Discord: /config without Manage Server), that link no longer opens (link_current), and
+    `web rotate` (Slack's text, Discord's option) revokes every link of the community."""
+    from bot.web.links import WebLinks
+
+    clock.set(START)
+    signer = WebLinks("https://study.example.org", "x" * 40, 3600)
+
+    def opens(engine: StudyEngine, token: str) -> bool:
+        grant = signer.read(token)
+        return engine.link_current(grant.community, grant.holder, grant.admin, grant.versions)
+
+    url = f"sqlite:///{tmp_path / 'slack.db'}"
+    upgrade(url)
+    fake = await FakeSlack().start()
+    slack, database = await start_slack(fake, url, test_bank, clock)
+    slack.engine.links = signer
+    fake.users["UBOSS"] = {"is_admin": True}
+
+    async def config(text: str, n: int) -> str:
+        body = command_body("/studybot-config", text, "UBOSS", "T1", "C1", fake.response_url(f"lost-{n}"))
+        assert (await slack.post(body, FORM)).status == 200
+        return json.dumps((await fake.wait_response(f"lost-{n}")).params)
+
+    try:
+        first = _token(await config("show", 0))
+        assert signer.read(first).holder == "UBOSS" and opens(slack.engine, first)
+        fake.users["UBOSS"] = {"is_admin": False}  # their workspace admin role removed
+        assert "/s/" not in await config("show", 1)
+        assert not opens(slack.engine, first)
+        fake.users["UBOSS"] = {"is_admin": True}
+        second = _token(await config("", 2))
+        assert opens(slack.engine, second)
+        rotated = await config("web rotate", 3)
+        assert not opens(slack.engine, second) and opens(slack.engine, _token(rotated))
+    finally:
+        await stop_slack(slack, database)
+        await fake.stop()
+
+    running = await world.start()
+    running.engine.links = signer
+    boss = user("900000000000000003", "boss")
+    try:
+        asked = await world.fake.slash("config", boss, world.guild, world.channel, [], admin=True)
+        token = _token(json.dumps(await world.fake.answered(asked)))
+        assert opens(running.engine, token)
+        asked = await world.fake.slash("config", boss, world.guild, world.channel, [], admin=False)
+        assert "/s/" not in json.dumps(await world.fake.answered(asked))  # refused
+        assert not opens(running.engine, token)
+        asked = await world.fake.slash("config", boss, world.guild, world.channel, [], admin=True)
+        again = _token(json.dumps(await world.fake.answered(asked)))
+        options = [{"name": "setting", "type": 3, "value": "web"}, {"name": "value", "type": 3, "value": "rotate"}]
+        asked = await world.fake.slash("config", boss, world.guild, world.channel, options, admin=True)
+        rotated = _token(json.dumps(await world.fake.answered(asked)))
+        assert not opens(running.engine, again) and opens(running.engine, rotated)
+    finally:
+        await running.stop()
