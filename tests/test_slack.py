@@ -40,7 +40,7 @@ from bot.platforms.runtime import Runtime
 from bot.platforms.slack import COMMANDS, EVENTS, SlackBot
 from bot.platforms.slack.errors import send_failed
 from bot.platforms.slack.gate import printable
-from bot.platforms.slack.listeners import CONFIG_COMMAND
+from bot.platforms.slack.listeners import CONFIG_COMMAND, may_reply_to
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import ROOT, TEST_BANK, FakeClock
@@ -1073,7 +1073,7 @@ async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) 
     assert [b["block_id"] for b in note_view["blocks"]] == ["note"]
     note = "Say which PyTorch version the reference is about."
     forged = await slack.submit(view_submission_payload(note_view, {"note": note}, "UPLAIN", "T1"))
-    assert "Only workspace admins and owners" in view_text(forged["view"])
+    assert forged == {"response_action": "errors", "errors": {"note": wording.FORM_NOT_OURS}}  # not opened for them
     assert slack.engine.suggestion_queue(community).waiting == 2
     answer = await slack.submit(view_submission_payload(note_view, {"note": note}, "UADMIN", "T1"))
     assert answer["response_action"] == "update" and "sent back to its author" in view_text(answer["view"])
@@ -1358,3 +1358,50 @@ async def test_a_member_named_channel_never_yields_a_mention_in_any_posted_text(
     for call in sent:
         text = block_text(call.params)
         assert "<!" not in text and "<https://evil" not in text, (call.method, text)
+
+
+async def test_a_view_the_bot_never_opened_is_refused_and_a_note_redraws_only_on_slack(slack: Slack) -> None:
+    """A view_submission is accepted only for a modal the bot opened for that member (the id it
+    gave the view, stored): others get response_action errors and nothing is stored. The note
+    form's queue redraw goes to the click's response_url as stored, on Slack's hosts only,
+    whatever the submitted view's private_metadata says."""
+    community = CommunityRef("slack", "T1")
+    await slack.command("/suggest", user="U1")
+    view = (await slack.fake.wait_for("views.open", 1))[0].params["view"]
+    assert view["external_id"].startswith("sb1v:")
+    refused = {"response_action": "errors", "errors": {"prompt": wording.FORM_NOT_OURS}}
+    never = {k: v for k, v in view.items() if k != "external_id"}
+    for forged, who in (({**view, "external_id": "sb1v:made-up"}, "U1"), (never, "U1"), (view, "U2")):
+        assert await slack.submit(view_submission_payload(forged, suggestion_values(), who, "T1")) == refused
+    assert await slack.submit(view_submission_payload(view, suggestion_values(), "U1", "T2")) == {}  # T2: ignored
+    assert slack.engine.suggestion_queue(community).waiting == 0  # nothing stored
+    answer = await slack.submit(view_submission_payload(view, suggestion_values(), "U1", "T1"))
+    assert answer["response_action"] == "update" and slack.engine.suggestion_queue(community).waiting == 1
+
+    # the note form: a tampered private_metadata is never posted to
+    number = slack.engine.suggestion_queue(community).items[0].suggestion_id
+    evil = slack.fake.response_url("evil").replace("127.0.0.1", "localhost")  # reachable, not Slack's host
+    url = slack.fake.response_url("queue")
+    await slack.click(click_payload(f"sb1:sq:{number}:note", "UALLOWED", "T1", "C1", "1.1", url, ephemeral=True))
+    note_view = (await slack.fake.wait_for("views.open", 2))[-1].params["view"]
+    tampered = {**note_view, "private_metadata": evil}
+    answer = await slack.submit(view_submission_payload(tampered, {"note": "Say which version."}, "UALLOWED", "T1"))
+    assert answer["response_action"] == "update"
+    await slack.fake.wait_response("queue")  # redrawn where the click came from
+    await slack.settle()
+    assert [c.url for c in replies(slack.fake) if c.url in ("queue", "evil")] == ["queue"]
+
+
+def test_only_slacks_response_hosts_are_replied_to() -> None:
+    hosts = ("https://hooks.slack.com/", "http://127.0.0.1:8123/")
+    assert may_reply_to("https://hooks.slack.com/actions/T1/1/abc", hosts)
+    assert may_reply_to("http://127.0.0.1:8123/respond/queue", hosts)
+    for url in (
+        "https://hooks.slack.com.evil.example/actions",
+        "https://evil.example/?https://hooks.slack.com/",
+        "https://hooks.slack.com@evil.example/",
+        "http://hooks.slack.com/actions",
+        "http://127.0.0.1:9999/respond/queue",
+        "",
+    ):
+        assert not may_reply_to(url, hosts), url

@@ -39,7 +39,7 @@ from bot.platforms.slack import render
 from bot.platforms.slack.errors import send_failed
 from bot.platforms.slack.gate import gate, same_site
 from bot.platforms.slack.identity import PLATFORM, Identity
-from bot.platforms.slack.listeners import Listeners
+from bot.platforms.slack.listeners import SLACK_REPLY_HOST, Listeners, reply_host
 from bot.platforms.slack.logs import keep_secrets_out
 from bot.platforms.slack.render import SlackMessage
 
@@ -92,7 +92,8 @@ class SlackBot:
             self.app = AsyncApp(signing_secret=signing_secret, client=self.client, logger=logging.getLogger("bolt"))
         config_users = frozenset(u.strip() for u in settings.slack_config_users.split(",") if u.strip())
         self.identity = Identity(self.client)
-        self.listeners = Listeners(runtime, self.identity, config_users, self.oauth, self.installations)
+        hosts = tuple(h for h in (SLACK_REPLY_HOST, reply_host(self.api_url)) if h)  # response_urls' hosts
+        self.listeners = Listeners(runtime, self.identity, config_users, self.oauth, self.installations, hosts)
         self.listeners.register(self.app)
         runtime.add_sender(PLATFORM, self.send)
         runtime.add_progress(PLATFORM, self.show_progress)

@@ -4,6 +4,7 @@ bot.core.wording; buttons carry the seam's codec ids."""
 from __future__ import annotations
 
 import logging
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -57,6 +58,7 @@ ACTION_REVIEW = "sb1:home:review"  # App Home: start a review
 SUGGEST_VIEW = "sb1:suggest"  # /suggest's modal (callback_id); the note modal's is its button's id
 INPUT = "value"  # the action_id of every input in our modals: the block id names the field
 NOTE_BLOCK = "note"
+VIEW_ID_PREFIX = "sb1v:"  # the external_id of every modal the bot opens
 MAX_CHOICES = 5
 # A modal's inputs by the engine's field keys (FieldProblem.field), so a refusal shows under its input.
 SUGGEST_BLOCKS = (
@@ -313,10 +315,19 @@ def _select(options: list[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "static_select", "options": options}
 
 
-def _modal(callback_id: str, title: str, blocks: list[Block], private_metadata: str = "") -> dict[str, Any]:
+def new_view_id() -> str:
+    """The id the bot gives a modal it opens (Slack's external_id: unique in a workspace,
+    sent back with its submission), noted before it is opened: unguessable."""
+    return VIEW_ID_PREFIX + secrets.token_urlsafe(18)
+
+
+def _modal(
+    callback_id: str, title: str, blocks: list[Block], private_metadata: str = "", view_id: str = ""
+) -> dict[str, Any]:
     return {
         "type": "modal",
         "callback_id": callback_id,
+        **({"external_id": view_id} if view_id else {}),
         "title": {"type": "plain_text", "text": _cut(title, 24)},
         "submit": {"type": "plain_text", "text": wording.SUGGEST_SEND},
         "close": {"type": "plain_text", "text": wording.SUGGEST_CLOSE},
@@ -325,7 +336,7 @@ def _modal(callback_id: str, title: str, blocks: list[Block], private_metadata: 
     }
 
 
-def suggest_modal(channel_id: str) -> dict[str, Any]:
+def suggest_modal(channel_id: str, view_id: str = "") -> dict[str, Any]:
     """/suggest's form: one input per field, each block named by the engine's field key.
     Lengths are the engine's to check (a refusal says which rule); the inputs' maxima only
     bound what is sent. `private_metadata` keeps the channel the command was typed in."""
@@ -347,7 +358,7 @@ def suggest_modal(channel_id: str) -> dict[str, Any]:
         _input("trap", labels["trap"], _text_input(True, 1000)),
         _input("refs", labels["refs"], _text_input(True, 1000)),
     ]
-    return _modal(SUGGEST_VIEW, wording.SUGGEST_TITLE, blocks, channel_id)
+    return _modal(SUGGEST_VIEW, wording.SUGGEST_TITLE, blocks, channel_id, view_id)
 
 
 def view_values(view: dict[str, Any]) -> dict[str, str]:
@@ -387,11 +398,12 @@ def field_errors(card: SuggestionRefused) -> dict[str, str]:
     return {block: _cut("; ".join(reasons), 1000) for block, reasons in errors.items()}
 
 
-def note_modal(note_id: str, queue_url: str = "") -> dict[str, Any]:
-    """The queue's note button's form: one input; its callback_id is the button's id, its
-    private_metadata the queue message's response_url (redrawn once the note is sent)."""
+def note_modal(note_id: str, view_id: str = "") -> dict[str, Any]:
+    """The queue's note button's form: one input; its callback_id is the button's id. The queue
+    message's response_url (redrawn once the note is sent) is kept in the database with the
+    view's id, never in the view (its private_metadata comes back as the sender wrote it)."""
     block = _input(NOTE_BLOCK, wording.NOTE_LABEL, _text_input(True, 500))
-    return _modal(note_id, wording.NOTE_TITLE, [block], queue_url[:3000])
+    return _modal(note_id, wording.NOTE_TITLE, [block], view_id=view_id)
 
 
 def decided_queue(card: SuggestionDecided) -> SlackMessage:
