@@ -5,7 +5,8 @@
 Each command runs --runs times as its own process; the best wall time and the largest
 peak RSS (the child's ru_maxrss, from os.wait4) are printed with the ratio to the import
 and the issue's targets: the default demo at most 2.8x the import and under 600 MiB, the
-estimate at most 1.6x, the transformer default under 2x the blocks default. With
+estimate at most 1.6x, the transformer default under 2x the blocks default, the planner for
+hf-gpt2 (8 x 1,024 tokens, 24 GiB) at most 2x. With
 --charts, the transformer demo with every strategy and the budget sweep writes its
 timeline, memory and budget charts to DIR (their commands are printed).
 """
@@ -27,6 +28,7 @@ COMMANDS = {
     "demo (blocks default)": ["-m", "demos.checkpoint", "--json"],
     "demo (transformer default)": ["-m", "demos.checkpoint", "--model", "transformer", "--json"],
     "estimate gpt2-small": ["-m", "demos.estimate", "--preset", "gpt2-small", "--json"],
+    "plan hf-gpt2 (24 GiB)": ["-m", "demos.plan", "--model", "hf-gpt2", "--json"],
 }
 
 
@@ -67,6 +69,8 @@ def main() -> int:
     print(f"  estimate <= 1.6x import: {estimate / base:.2f}x {'met' if estimate / base <= 1.6 else 'NOT met'}")
     ratio = transformer / demo
     print(f"  transformer default < 2x blocks default: {ratio:.2f}x {'met' if ratio < 2 else 'NOT met'}")
+    planner = best["plan hf-gpt2 (24 GiB)"][0]
+    print(f"  plan hf-gpt2 <= 2x import: {planner / base:.2f}x {'met' if planner / base <= 2 else 'NOT met'}")
     print(f"load average {os.getloadavg()[0]:.2f} at the end (other work on the machine slows every row)")
     if opts.charts:
         out = Path(opts.charts)

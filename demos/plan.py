@@ -174,10 +174,38 @@ def op_flops(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
 _aten = torch.ops.aten
 _FREE = frozenset(
     getattr(_aten, name).default
-    for name in ("view", "_unsafe_view", "t", "transpose", "expand", "permute", "detach", "alias", "copy_", "clone",
-                 "empty", "empty_like", "zeros", "zeros_like", "ones_like", "new_empty_strided", "empty_strided",
-                 "slice", "select", "unsqueeze", "squeeze", "split", "unbind", "_to_copy", "lift_fresh", "arange",
-                 "randint", "as_strided", "reshape", "contiguous")
+    for name in (
+        "view",
+        "_unsafe_view",
+        "t",
+        "transpose",
+        "expand",
+        "permute",
+        "detach",
+        "alias",
+        "copy_",
+        "clone",
+        "empty",
+        "empty_like",
+        "zeros",
+        "zeros_like",
+        "ones_like",
+        "new_empty_strided",
+        "empty_strided",
+        "slice",
+        "select",
+        "unsqueeze",
+        "squeeze",
+        "split",
+        "unbind",
+        "_to_copy",
+        "lift_fresh",
+        "arange",
+        "randint",
+        "as_strided",
+        "reshape",
+        "contiguous",
+    )
     if hasattr(_aten, name) and hasattr(getattr(_aten, name), "default")
 )
 
@@ -222,8 +250,12 @@ class PlanMeter(LiveTensorMeter):
             return
         serial = before
         self.meta[serial] = LiveTensor(
-            tuple(t.shape), str(t.dtype).replace("torch.", ""), int(t.untyped_storage().nbytes()),
-            self.phase, self.region, self._op,
+            tuple(t.shape),
+            str(t.dtype).replace("torch.", ""),
+            int(t.untyped_storage().nbytes()),
+            self.phase,
+            self.region,
+            self._op,
         )
         if self._peak_event == len(self._events) - 1:
             self.peak_op, self.peak_region, self.peak_phase = self._op, self.region, self.phase
@@ -238,7 +270,9 @@ class PlanMeter(LiveTensorMeter):
         else:
             self.window_peak = max(self.window_peak, self.live_bytes)
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         self._op = str(func.__name__) if hasattr(func, "__name__") else str(func)
         out = super().__torch_dispatch__(func, types, args, kwargs)
         self.flops += op_flops(func, args, kwargs or {}, out)
@@ -376,11 +410,21 @@ def trace_step(built: Built, ids: torch.Tensor, autocast: bool) -> StepTrace:
             parts["transients"] += t.nbytes
     largest = sorted((t for _, t in live), key=lambda t: -t.nbytes)[:4]
     return StepTrace(
-        peak=meter.peak_bytes, saved=saved, flops=meter.flops,
-        after_fwd=after, before_fwd=before, window_peak=wpeak, window_grads=wgrads,
-        outside_peak=meter.outside_peak, peak_op=meter.peak_op, peak_region=meter.peak_region,
-        peak_phase=meter.peak_phase, at_peak=parts, largest_at_peak=largest,
-        temp_at_backward_peak=meter.temp_at_backward_peak, loop_bytes=loop_bytes,
+        peak=meter.peak_bytes,
+        saved=saved,
+        flops=meter.flops,
+        after_fwd=after,
+        before_fwd=before,
+        window_peak=wpeak,
+        window_grads=wgrads,
+        outside_peak=meter.outside_peak,
+        peak_op=meter.peak_op,
+        peak_region=meter.peak_region,
+        peak_phase=meter.peak_phase,
+        at_peak=parts,
+        largest_at_peak=largest,
+        temp_at_backward_peak=meter.temp_at_backward_peak,
+        loop_bytes=loop_bytes,
     )
 
 
@@ -435,7 +479,7 @@ def add_adapters(built: Built, rank: int = ADAPTER_RANK) -> None:
     for p in built.model.parameters():
         p.requires_grad_(False)
     for layer in built.layers:
-        for name, child in list(layer.named_modules()):
+        for _name, child in list(layer.named_modules()):
             for attr, sub in list(child.named_children()):
                 kind = type(sub).__name__
                 if kind not in ("Linear", "Conv1D"):
@@ -688,21 +732,40 @@ def plan(req: Request) -> Plan:
     least = min(p.peak_bytes for p in points)
     pick = choose(points, usable)
     front_rows = [
-        {"counts": p.counts, "peak_bytes": p.peak_bytes, "recomputed_flops": p.recomputed_flops, "cost": p.cost,
-         "chosen": pick is not None and p.counts == pick.counts}
+        {
+            "counts": p.counts,
+            "peak_bytes": p.peak_bytes,
+            "recomputed_flops": p.recomputed_flops,
+            "cost": p.cost,
+            "chosen": pick is not None and p.counts == pick.counts,
+        }
         for p in front
     ]
     if pick is not None and not any(r["chosen"] for r in front_rows):
-        front_rows.append({"counts": pick.counts, "peak_bytes": pick.peak_bytes, "recomputed_flops": pick.recomputed_flops,
-                           "cost": pick.cost, "chosen": True})
+        front_rows.append(
+            {
+                "counts": pick.counts,
+                "peak_bytes": pick.peak_bytes,
+                "recomputed_flops": pick.recomputed_flops,
+                "cost": pick.cost,
+                "chosen": True,
+            }
+        )
     policies = [
-        {"policy": c.policy, "about": POLICY_ABOUT[c.policy], "saved_per_layer_bytes": c.saved_per_layer,
-         "recomputed_flops_per_layer": c.recomputed_flops_per_layer, "moved_bytes_per_layer": c.moved_bytes_per_layer}
+        {
+            "policy": c.policy,
+            "about": POLICY_ABOUT[c.policy],
+            "saved_per_layer_bytes": c.saved_per_layer,
+            "recomputed_flops_per_layer": c.recomputed_flops_per_layer,
+            "moved_bytes_per_layer": c.moved_bytes_per_layer,
+        }
         for c in stats.costs.values()
     ]
-    shape = f"{req.model}, batch {req.batch} x {req.seq} tokens, {req.dtype}, {req.optimizer}" + (
-        f", {req.shards} FSDP shards" if req.shards > 1 else "") + (
-        ", counted as sac_milp bounds it" if req.accounting == "torch-bound" else "")
+    shape = (
+        f"{req.model}, batch {req.batch} x {req.seq} tokens, {req.dtype}, {req.optimizer}"
+        + (f", {req.shards} FSDP shards" if req.shards > 1 else "")
+        + (", counted as sac_milp bounds it" if req.accounting == "torch-bound" else "")
+    )
     assumptions = [
         "Fake tensors: nothing allocated; CUDA's kernels assumed (dropout keeps a bool mask, fused attention).",
         f"Margin for the CUDA context and fragmentation: {req.margin:g} GiB of the {req.gpu_gib:g} GiB"
@@ -714,25 +777,55 @@ def plan(req: Request) -> Plan:
         assumptions.append(
             "Counted as torch.distributed._tools.sac_ilp.sac_milp does: parameters over the shards, activations at "
             "the end of the forward and backward temporaries at their peak, less what checkpointing discards; "
-            "no optimizer state.")
+            "no optimizer state."
+        )
     if req.shards > 1:
-        assumptions.append("FSDP: parameters, gradients and optimizer state divided by the shards; one layer gathered whole.")
-    base = dict(request=asdict(req), preset=req.model, source=_source(req, preset), layers=stats.layers,
-                usable_bytes=usable, margin_gib=req.margin, least_peak_bytes=least, step_flops=stats.base_flops,
-                policies=policies, frontier=front_rows, assumptions=assumptions,
-                torch_baseline_bytes=static.parameters * req.shards + none_trace.saved + none_trace.loop_bytes
-                + none_trace.temp_at_backward_peak)
+        assumptions.append(
+            "FSDP: parameters, gradients and optimizer state divided by the shards; one layer gathered whole."
+        )
+    base = dict(
+        request=asdict(req),
+        preset=req.model,
+        source=_source(req, preset),
+        layers=stats.layers,
+        usable_bytes=usable,
+        margin_gib=req.margin,
+        least_peak_bytes=least,
+        step_flops=stats.base_flops,
+        policies=policies,
+        frontier=front_rows,
+        assumptions=assumptions,
+        torch_baseline_bytes=static.parameters * req.shards
+        + none_trace.saved
+        + none_trace.loop_bytes
+        + none_trace.temp_at_backward_peak,
+    )
     if pick is None:
         sentence = (
             f"No plan fits {shape} in {req.gpu_gib:g} GiB less the {req.margin:g} GiB margin: the least any plan "
             f"reaches is {least / GIB:.2f} GiB."
         )
-        return Plan(fits=False, sentence=sentence, chosen=None, assignment=None, predicted_peak_bytes=None,
-                    composed_peak_bytes=None, recomputed_flops=None, breakdown=None, at_peak=None, advice=None,
-                    code=None, wall_s=round(time.perf_counter() - started, 3), **base)
+        return Plan(
+            fits=False,
+            sentence=sentence,
+            chosen=None,
+            assignment=None,
+            predicted_peak_bytes=None,
+            composed_peak_bytes=None,
+            recomputed_flops=None,
+            breakdown=None,
+            at_peak=None,
+            advice=None,
+            code=None,
+            wall_s=round(time.perf_counter() - started, 3),
+            **base,
+        )
     assignment = order_for(stats, pick.counts)
     code = emit_code(req, preset, assignment)
-    traced, built_static = trace_plan(req, preset, assignment)
+    if len(set(assignment)) == 1 and assignment[0] in stats.traces:
+        traced, built_static = stats.traces[assignment[0]], static  # already traced whole, with the same code
+    else:
+        traced, built_static = trace_plan(req, preset, assignment)
     predicted = _with_optimizer(built_static, traced.peak, req.shards)
     breakdown = {
         "parameters": built_static.parameters + built_static.layer_gather,
@@ -741,22 +834,38 @@ def plan(req: Request) -> Plan:
     }
     resident = built_static.parameters + built_static.optimizer_state
     optimizer_peak = resident + built_static.trainable // req.shards + built_static.optimizer_step_transient
-    at_peak, advice = explain_peak(traced, req, preset, optimizer_peak > resident + built_static.layer_gather + traced.peak)
+    at_peak, advice = explain_peak(
+        traced, req, preset, optimizer_peak > resident + built_static.layer_gather + traced.peak
+    )
     rec_share = pick.recomputed_flops / stats.base_flops if stats.base_flops else 0.0
     summary = ", ".join(f"{c} x {p}" for p, c in pick.counts.items())
     if req.accounting == "torch-bound":
-        peak_text = (f"sac_milp's bound {pick.peak_bytes / GIB:.2f} GiB of {usable / GIB:.2f} GiB usable (the step's "
-                     f"traced peak with optimizer state: {predicted / GIB:.2f} GiB)")
+        peak_text = (
+            f"sac_milp's bound {pick.peak_bytes / GIB:.2f} GiB of {usable / GIB:.2f} GiB usable (the step's "
+            f"traced peak with optimizer state: {predicted / GIB:.2f} GiB)"
+        )
     else:
         peak_text = f"peak {predicted / GIB:.2f} GiB of {usable / GIB:.2f} GiB usable"
     sentence = (
-        f"{shape} fits in {req.gpu_gib:g} GiB with {summary}: {peak_text}, recomputing {pick.recomputed_flops / 1e9:,.1f} GFLOPs a step "
+        f"{shape} fits in {req.gpu_gib:g} GiB with {summary}: {peak_text}, "
+        f"recomputing {pick.recomputed_flops / 1e9:,.1f} GFLOPs a step "
         f"({rec_share:.1%} of the step's {stats.base_flops / 1e12:,.2f} TFLOPs)."
     )
-    return Plan(fits=True, sentence=sentence, chosen=pick.counts, assignment=assignment,
-                predicted_peak_bytes=predicted, composed_peak_bytes=pick.peak_bytes,
-                recomputed_flops=pick.recomputed_flops, breakdown=breakdown, at_peak=at_peak, advice=advice,
-                code=code, wall_s=round(time.perf_counter() - started, 3), **base)
+    return Plan(
+        fits=True,
+        sentence=sentence,
+        chosen=pick.counts,
+        assignment=assignment,
+        predicted_peak_bytes=predicted,
+        composed_peak_bytes=pick.peak_bytes,
+        recomputed_flops=pick.recomputed_flops,
+        breakdown=breakdown,
+        at_peak=at_peak,
+        advice=advice,
+        code=code,
+        wall_s=round(time.perf_counter() - started, 3),
+        **base,
+    )
 
 
 def _source(req: Request, preset: Preset) -> str:
@@ -794,7 +903,10 @@ def explain_peak(t: StepTrace, req: Request, preset: Preset, optimizer: bool) ->
             "The LM head's logits (batch x tokens x vocabulary) hold the peak: a chunked cross-entropy "
             "(the loss over slices of the sequence, or a fused linear cross-entropy) moves it; checkpointing cannot."
         )
-    return at, "The layers' activations hold the peak: checkpointing more layers, or a policy that saves less, moves it."
+    return (
+        at,
+        "The layers' activations hold the peak: checkpointing more layers, or a policy that saves less, moves it.",
+    )
 
 
 # -- the code that applies the plan ------------------------------------------------------
@@ -810,11 +922,18 @@ def emit_code(req: Request, preset: Preset, assignment: list[str], offload_as: s
     sac = [p for p in counts if p.startswith("sac")]
     if preset.family == "hf" and uniform and assignment[0] in ("full", "sac-mm", "sac-mm-attn"):
         p = assignment[0]
-        lines += ["import functools", "import torch", "from torch.utils.checkpoint import create_selective_checkpoint_contexts", ""]
+        lines += [
+            "import functools",
+            "import torch",
+            "from torch.utils.checkpoint import create_selective_checkpoint_contexts",
+            "",
+        ]
         kwargs = '{"use_reentrant": False}'
         if p != "full":
             lines += [_ops_line(p), ""]
-            kwargs = '{"use_reentrant": False, "context_fn": functools.partial(create_selective_checkpoint_contexts, SAVE)}'
+            kwargs = (
+                '{"use_reentrant": False, "context_fn": functools.partial(create_selective_checkpoint_contexts, SAVE)}'
+            )
         lines.append(f"model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={kwargs})")
         return "\n".join(lines) + "\n"
     lines += [
@@ -844,10 +963,13 @@ def emit_code(req: Request, preset: Preset, assignment: list[str], offload_as: s
         elif p == "offload":
             fn = "offload_wrapper" if offload_as == "offload" else "lambda m: m  # offload: traced as kept"
         else:
-            fn = f"functools.partial(checkpoint_wrapper, context_fn=functools.partial(create_selective_checkpoint_contexts, {name.upper()}))"
+            context = f"functools.partial(create_selective_checkpoint_contexts, {name.upper()})"
+            fn = f"functools.partial(checkpoint_wrapper, context_fn={context})"
         if p == "offload" and offload_as != "offload":
             continue
-        lines.append(f"apply_activation_checkpointing(model, checkpoint_wrapper_fn={fn}, check_fn=lambda m: id(m) in {name})")
+        lines.append(
+            f"apply_activation_checkpointing(model, checkpoint_wrapper_fn={fn}, check_fn=lambda m: id(m) in {name})"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -912,8 +1034,20 @@ def check_on_cpu(req: Request, assignment: list[str], factor: int = 8) -> Check:
     preset = PRESETS[req.model]
     width, vocab, seq, batch = scaled_shape(preset, factor)
     kept = ["none" if p == "offload" else p for p in assignment]
-    small = Request(req.model, batch, seq, req.dtype, req.optimizer, 1, req.gpu_gib, req.margin_gib,
-                    tuple(dict.fromkeys(["none", *kept])), len(kept), width, vocab)
+    small = Request(
+        req.model,
+        batch,
+        seq,
+        req.dtype,
+        req.optimizer,
+        1,
+        req.gpu_gib,
+        req.margin_gib,
+        tuple(dict.fromkeys(["none", *kept])),
+        len(kept),
+        width,
+        vocab,
+    )
     stats, _ = layer_stats(small, preset)
     predicted = composed_peak(stats, kept)
     t0 = stats.traces["none"]
@@ -927,8 +1061,19 @@ def check_on_cpu(req: Request, assignment: list[str], factor: int = 8) -> Check:
         with profiler_allocations() as trace:
             real = trace_step(built, ids, req.dtype == "bf16-autocast")
     measured = int(trace.peak_bytes)
-    return Check(width, vocab, seq, batch, kept, predicted, measured, real.peak, predicted_saved, real.saved,
-                 round(100.0 * (predicted - measured) / measured, 2))
+    return Check(
+        width,
+        vocab,
+        seq,
+        batch,
+        kept,
+        predicted,
+        measured,
+        real.peak,
+        predicted_saved,
+        real.saved,
+        round(100.0 * (predicted - measured) / measured, 2),
+    )
 
 
 # -- output -------------------------------------------------------------------------------
@@ -943,8 +1088,10 @@ def format_plan(p: Plan) -> str:
     rows.append(f"{p.preset} ({p.source}), {p.layers} layers; per layer:")
     rows.append(f"  {'policy':<13}{'saved MiB':>11}{'recomputed GFLOPs':>19}  what it does")
     for c in p.policies:
-        rows.append(f"  {c['policy']:<13}{c['saved_per_layer_bytes'] / 2**20:>11,.1f}"
-                    f"{c['recomputed_flops_per_layer'] / 1e9:>19,.2f}  {c['about']}")
+        rows.append(
+            f"  {c['policy']:<13}{c['saved_per_layer_bytes'] / 2**20:>11,.1f}"
+            f"{c['recomputed_flops_per_layer'] / 1e9:>19,.2f}  {c['about']}"
+        )
     rows.append("")
     rows.append("Frontier (peak against recomputed FLOPs; * the plan):")
     shown = _thin(p.frontier, 12)
@@ -954,8 +1101,10 @@ def format_plan(p: Plan) -> str:
         rows.append(f" {mark} {r['peak_bytes'] / GIB:>8.2f} GiB {r['recomputed_flops'] / 1e9:>12,.1f} GFLOPs  {split}")
     if p.breakdown:
         rows.append("")
-        rows.append(f"At the peak ({_gib(p.predicted_peak_bytes)} GiB traced with the code below; "
-                    f"{_gib(p.composed_peak_bytes)} GiB composed from the per-layer figures):")
+        rows.append(
+            f"At the peak ({_gib(p.predicted_peak_bytes)} GiB traced with the code below; "
+            f"{_gib(p.composed_peak_bytes)} GiB composed from the per-layer figures):"
+        )
         for k, v in p.breakdown.items():
             rows.append(f"  {k:<20}{v / GIB:>8.3f} GiB")
         rows.append(p.at_peak or "")
@@ -997,22 +1146,35 @@ def _help_epilog() -> str:
 
 def parse_request(argv: list[str] | None) -> tuple[Request, bool, str | None]:
     parser = _Parser(
-        prog="python -m demos.plan", description=(__doc__ or "").split("\n")[0],
-        epilog=_help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="python -m demos.plan",
+        description=(__doc__ or "").split("\n")[0],
+        epilog=_help_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--model", default="hf-gpt2", help="a preset below (default hf-gpt2)")
     parser.add_argument("--batch", default=None, help="sequences a step (default: the preset's)")
     parser.add_argument("--seq", default=None, help="tokens a sequence (default: the preset's)")
     parser.add_argument("--dtype", default="fp32", help="fp32, bf16-autocast or bf16 (default fp32)")
-    parser.add_argument("--optimizer", default=None, help="adamw, adam, sgd or adapters (default adamw; the planner test's model: adam)")
-    parser.add_argument("--shards", default="1", help="FSDP shards dividing parameters, gradients and optimizer state (default 1)")
+    parser.add_argument(
+        "--optimizer", default=None, help="adamw, adam, sgd or adapters (default adamw; the planner test's model: adam)"
+    )
+    parser.add_argument(
+        "--shards", default="1", help="FSDP shards dividing parameters, gradients and optimizer state (default 1)"
+    )
     parser.add_argument("--gpu-gib", default="24", help="the GPU's memory in GiB (default 24)")
-    parser.add_argument("--margin-gib", default=None, help="GiB kept for the CUDA context and fragmentation (default 10%% of --gpu-gib)")
-    parser.add_argument("--policies", default=",".join(POLICIES), help=f"policies to choose from (default {','.join(POLICIES)})")
+    parser.add_argument(
+        "--margin-gib", default=None, help="GiB kept for the CUDA context and fragmentation (default 10%% of --gpu-gib)"
+    )
+    parser.add_argument(
+        "--policies", default=",".join(POLICIES), help=f"policies to choose from (default {','.join(POLICIES)})"
+    )
     parser.add_argument("--layers", default=None, help="another depth than the preset's")
-    parser.add_argument("--accounting", default="peak",
-                        help="peak (the step's simultaneous peak, optimizer state included; default) or torch-bound "
-                        "(sac_milp's bound: no optimizer state, end-of-forward activations plus backward temporaries)")
+    parser.add_argument(
+        "--accounting",
+        default="peak",
+        help="peak (the step's simultaneous peak, optimizer state included; default) or torch-bound "
+        "(sac_milp's bound: no optimizer state, end-of-forward activations plus backward temporaries)",
+    )
     parser.add_argument("--json", action="store_true", help="the plan as JSON")
     parser.add_argument("--chart", default=None, help="write the frontier and the breakdown to this PNG (matplotlib)")
     args = parser.parse_args(argv)
@@ -1040,8 +1202,9 @@ def parse_request(argv: list[str] | None) -> tuple[Request, bool, str | None]:
         raise BadInput(f"--policies must name none and any of {', '.join(POLICIES[1:])}, not {args.policies!r}.")
     if args.accounting not in ("peak", "torch-bound"):
         raise BadInput(f"Unknown --accounting {args.accounting!r}; choose peak or torch-bound.")
-    req = Request(args.model, batch, seq, args.dtype, optimizer, shards, gpu, margin, policies, layers,
-                  accounting=args.accounting)
+    req = Request(
+        args.model, batch, seq, args.dtype, optimizer, shards, gpu, margin, policies, layers, accounting=args.accounting
+    )
     return req, bool(args.json), args.chart
 
 

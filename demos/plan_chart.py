@@ -37,10 +37,16 @@ def plan_chart(plan: Plan, path: str) -> None:
     if chosen:
         c = chosen[0]
         split = ", ".join(f"{n} {k}" for k, n in c["counts"].items())
-        front.scatter([c["peak_bytes"] / GIB], [c["cost"] / 1e9], color="#c44e52", s=60, zorder=3,
-                      label=f"the plan: {split}")
-    front.axvline(plan.usable_bytes / GIB, color="#333333", linestyle="--", linewidth=1,
-                  label=f"usable: {plan.usable_bytes / GIB:.2f} GiB")
+        front.scatter(
+            [c["peak_bytes"] / GIB], [c["cost"] / 1e9], color="#c44e52", s=60, zorder=3, label=f"the plan: {split}"
+        )
+    front.axvline(
+        plan.usable_bytes / GIB,
+        color="#333333",
+        linestyle="--",
+        linewidth=1,
+        label=f"usable: {plan.usable_bytes / GIB:.2f} GiB",
+    )
     front.set_xlabel("peak per GPU (GiB)")
     front.set_ylabel("GFLOPs a step: recomputed + offload priced")
     front.set_title(f"{plan.preset}: what each peak costs")

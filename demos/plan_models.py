@@ -43,31 +43,108 @@ PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
         Preset(
-            "transformer", "demo", 4, 128, 4, 4, 512, 512, 256, 4, 256, 0.0,
+            "transformer",
+            "demo",
+            4,
+            128,
+            4,
+            4,
+            512,
+            512,
+            256,
+            4,
+            256,
+            0.0,
             "the checkpoint demo's own GPT-style transformer (4 layers, width 128)",
         ),
         Preset(
-            "hf-gpt2", "hf", 12, 768, 12, 12, 3072, 50257, 1024, 8, 1024, 0.1,
+            "hf-gpt2",
+            "hf",
+            12,
+            768,
+            12,
+            12,
+            3072,
+            50257,
+            1024,
+            8,
+            1024,
+            0.1,
             "Hugging Face GPT2LMHeadModel(GPT2Config()), 124M parameters (transformers needed)",
         ),
         Preset(
-            "gpt2-medium", "hf", 24, 1024, 16, 16, 4096, 50257, 1024, 8, 1024, 0.1,
+            "gpt2-medium",
+            "hf",
+            24,
+            1024,
+            16,
+            16,
+            4096,
+            50257,
+            1024,
+            8,
+            1024,
+            0.1,
             "Hugging Face GPT-2 medium shape, 355M parameters (transformers needed)",
         ),
         Preset(
-            "gpt2-large", "hf", 36, 1280, 20, 20, 5120, 50257, 1024, 8, 1024, 0.1,
+            "gpt2-large",
+            "hf",
+            36,
+            1280,
+            20,
+            20,
+            5120,
+            50257,
+            1024,
+            8,
+            1024,
+            0.1,
             "Hugging Face GPT-2 large shape, 774M parameters (transformers needed)",
         ),
         Preset(
-            "llama-1b", "llama", 16, 2048, 32, 8, 8192, 128256, 131072, 4, 2048, 0.0,
+            "llama-1b",
+            "llama",
+            16,
+            2048,
+            32,
+            8,
+            8192,
+            128256,
+            131072,
+            4,
+            2048,
+            0.0,
             "a Llama-style decoder at Llama 3.2 1B's shape (RMSNorm, SwiGLU, GQA, rotary)",
         ),
         Preset(
-            "llama-7b", "llama", 32, 4096, 32, 32, 11008, 32000, 4096, 1, 4096, 0.0,
+            "llama-7b",
+            "llama",
+            32,
+            4096,
+            32,
+            32,
+            11008,
+            32000,
+            4096,
+            1,
+            4096,
+            0.0,
             "a Llama-style decoder at Llama 2 7B's shape",
         ),
         Preset(
-            "torch-sac-test", "torch-test", 4, 768, 12, 12, 3072, 8192, 1024, 8, 1024, 0.1,
+            "torch-sac-test",
+            "torch-test",
+            4,
+            768,
+            12,
+            12,
+            3072,
+            8192,
+            1024,
+            8,
+            1024,
+            0.1,
             "PyTorch's planner test model (test_sac_ilp.py: common_dtensor.Transformer, "
             "4 layers, dim 768, vocab 8,192, dropout 0.1; loss output.sum(), Adam)",
             "adam",
@@ -115,7 +192,8 @@ def build(preset: Preset, layers: int | None = None, width: int | None = None, v
     if preset.family == "hf":
         from demos.hf import build_gpt2, gpt2_loss
 
-        model = build_gpt2(n, d, preset.heads, preset.max_seq)
+        # CUDA's fused attention (demos.hf): HF's sdpa path with dropout takes the CPU's math kernel
+        model = build_gpt2(n, d, preset.heads, preset.max_seq, kernels="cuda")
         if v != preset.vocab:
             model.resize_token_embeddings(v)  # type: ignore[operator]
 
@@ -126,7 +204,9 @@ def build(preset: Preset, layers: int | None = None, width: int | None = None, v
         assert isinstance(blocks, nn.ModuleList)
         return Built(model, list(blocks), "model.transformer.h", hf_loss, "transformers GPT2LMHeadModel", hf=True)
     if preset.family == "llama":
-        cfg = TransformerConfig(preset.name, v, n, d, preset.heads, preset.kv_heads, ffn, "llama", preset.max_seq, False)
+        cfg = TransformerConfig(
+            preset.name, v, n, d, preset.heads, preset.kv_heads, ffn, "llama", preset.max_seq, False
+        )
         lm = TransformerLM(cfg)
         return Built(lm, list(lm.blocks), "model.blocks", lm, "demos.models.TransformerLM (llama style)")
     if preset.family == "torch-test":

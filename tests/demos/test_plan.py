@@ -203,7 +203,7 @@ def test_gpt2_loss_frees_its_logits_without_garbage_collection() -> None:
     gc.disable()
     try:
         loss = gpt2_loss(model, ids)
-        logits = weakref.ref(getattr(loss, "_logits"))
+        logits = weakref.ref(loss._logits)
         assert logits() is not None  # alive while the loss is, as a training loop's outputs are
         backward(loss)
         del loss

@@ -377,19 +377,37 @@ class Listeners:
         await self.runtime.call(self.engine.demo_message, card.job_id, f"{posted['channel']}:{posted['ts']}")
 
     async def _click(self, ack: Any, body: dict[str, Any], context: Any, respond: Any, client: Any) -> None:
-        await ack()
+        """A click: acked at once, except an answer's, acked once it is stored (Slack does not
+        redeliver a click it got a 200 for: an answer acked first and lost in a crash was lost
+        unseen), within ACK_WITHIN of Slack's 3 s."""
+        acked = False
+
+        async def ack_once() -> None:
+            nonlocal acked
+            if not acked:
+                acked = True
+                await ack()
 
         async def reply(text: str) -> None:
+            await ack_once()
             await respond(text=render.escape(text), response_type="ephemeral", replace_original=False)
 
-        await self._guard("click", lambda: self._answer_click(body, context, respond, client), reply)
+        try:
+            await self._guard("click", lambda: self._answer_click(body, context, respond, client, ack_once), reply)
+        finally:
+            await ack_once()
 
-    async def _answer_click(self, body: dict[str, Any], context: Any, respond: Any, client: Any) -> None:
+    async def _answer_click(
+        self, body: dict[str, Any], context: Any, respond: Any, client: Any, ack: Callable[[], Awaitable[None]]
+    ) -> None:
         actions = body.get("actions") or []
+        action_id = str(actions[0].get("action_id", "")) if actions else ""
+        prefixed = action_id.startswith((DEMO_BUTTON_PREFIX, CONFIDENCE_PREFIX, GUESS_PREFIX))
+        if prefixed or codec.decode_answer(action_id) is None:
+            await ack()  # not an answer: nothing to store first
         if not actions:
             log.info("a block_actions payload without actions")
             return
-        action_id = str(actions[0].get("action_id", ""))
         if action_id.startswith(DEMO_BUTTON_PREFIX):
             await self._demo_click(body, context, respond, client, actions[0])
             return
@@ -403,7 +421,13 @@ class Listeners:
             await self._stale(respond, actions[0])
             return
         user = self.identity.actor(context, body)
-        answered = await self.runtime.call(self.engine.answer_with_home, user, action_id)
+        call = asyncio.ensure_future(self.runtime.call(self.engine.answer_with_home, user, action_id))
+        try:  # the answer stored before the 200, unless the store is slower than Slack waits
+            await asyncio.wait_for(asyncio.shield(call), ACK_WITHIN)
+        except TimeoutError:
+            log.info("an answer took over %.1f s to store: acked before it was", ACK_WITHIN)
+        await ack()
+        answered = await call
         if answered is None:  # only a thread reply can be no answer
             return
         card = answered.feedback if isinstance(answered, AnswerWithHome) else answered
