@@ -27,17 +27,17 @@ timeout 90 "$PY" -m demos.checkpoint --device cuda --model transformer \
   --repeat 5 --time-budget 300 --json $(chart transformer.png) > "$DEST/transformer.json" || status=1
 
 echo "== transformer, GPT-2-small size: 12 layers, width 768, 12 heads, batch 8 x 1024 tokens"
-timeout 150 "$PY" -m demos.checkpoint --device cuda --model transformer --layers 12 --width 768 --heads 12 \
+timeout 100 "$PY" -m demos.checkpoint --device cuda --model transformer --layers 12 --width 768 --heads 12 \
   --batch 8 --tokens 1024 --strategies none,block,selective,selective-attn,offload,budget \
-  --budgets 1.0,0.5,0.2,0.0 --repeat 3 --time-budget 500 --json $(chart gpt2-transformer.png) \
+  --budgets 1.0,0.5,0.2,0.0 --repeat 3 --time-budget 330 --json $(chart gpt2-transformer.png) \
   > "$DEST/gpt2-transformer.json" || status=1
 
 echo "== demo, chain sweep"
-timeout 40 "$PY" -m demos.checkpoint --device cuda --sweep 4,16,64,256 --repeat 3 --json \
+timeout 30 "$PY" -m demos.checkpoint --device cuda --sweep 4,16,64,256 --repeat 3 --json \
   $(chart sweep.png) > "$DEST/sweep.json" || status=1
 
 echo "== estimate, gpt2-small batch 8 x 1024 (fake tensors, CUDA kernels)"
-timeout 40 "$PY" -m demos.estimate --preset gpt2-small --batch 8 --seq 1024 --gpu-gib 139 --json \
+timeout 30 "$PY" -m demos.estimate --preset gpt2-small --batch 8 --seq 1024 --gpu-gib 139 --json \
   > "$DEST/estimate-gpt2-small.json" || status=1
 
 if "$PY" -c 'import transformers' 2>/dev/null; then
@@ -47,8 +47,14 @@ if "$PY" -c 'import transformers' 2>/dev/null; then
   timeout 60 "$PY" -m demos.checkpoint --device cuda --model hf-gpt2 --layers 12 --width 768 --heads 12 \
     --batch 4 --tokens 512 --strategies none,block --repeat 3 --time-budget 300 --json \
     > "$DEST/hf-gpt2.json" || status=1
+  # the planner at 8 x 1,024 with a budget that forces checkpointing, then its plan run on the GPU
+  echo "== planner: hf-gpt2 and gpt2-medium (plan from fake tensors, then the printed code run on CUDA)"
+  timeout 35 "$PY" -m demos.plan --model hf-gpt2 --gpu-gib 12 --margin-gib 0 --measure-cuda --json \
+    > "$DEST/plan-hf-gpt2.json" || status=1
+  timeout 35 "$PY" -m demos.plan --model gpt2-medium --batch 4 --gpu-gib 16 --margin-gib 0 --measure-cuda --json \
+    > "$DEST/plan-gpt2-medium.json" || status=1
 else
-  echo "== transformers not installed here: hf-gpt2 skipped"
+  echo "== transformers not installed here: hf-gpt2 and the planner skipped"
 fi
 
 echo "== pytest -m gpu"
@@ -88,6 +94,16 @@ for name in ("default", "transformer", "gpt2-transformer", "sweep", "hf-gpt2"):
               f"{top/M:>10.1f}{(x['peak_check_bytes'] or 0)/M:>9.1f}{(est or 0)/M:>9.1f}"
               f"{'' if err is None else f'{err:+.1f}%':>8}{(x['reserved_bytes'] or 0)/M:>10.1f}"
               f"{x['peak_bytes']/b['peak_bytes']:>8.2f}{x['step_ms']:>8.1f}  {grads}")
+for name in ("plan-hf-gpt2", "plan-gpt2-medium"):
+    e = dest / f"{name}.json"
+    if e.exists() and e.read_text().strip():
+        j = json.loads(e.read_text())
+        m = j.get("measured") or {}
+        if m:
+            print(f"{name}: {j['chosen']}: predicted {m['predicted_peak_bytes']/2**30:.2f} GiB, measured "
+                  f"{m['measured_peak_bytes']/2**30:.2f} GiB ({m['error_pct']:+.1f}%), reserved {m['reserved_peak_bytes']/2**30:.2f} GiB")
+        else:
+            print(f"{name}: {j['sentence']}")
 for name in ("estimate-gpt2-small", "estimate-hf-gpt2"):
     e = dest / f"{name}.json"
     if e.exists() and e.read_text().strip():

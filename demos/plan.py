@@ -1076,6 +1076,53 @@ def check_on_cpu(req: Request, assignment: list[str], factor: int = 8) -> Check:
     )
 
 
+def measure_on_cuda(req: Request, assignment: list[str]) -> dict[str, Any]:
+    """Run two real training steps of the plan on CUDA; the second step's allocator peak.
+
+    The same code the plan prints is applied; the optimizer is single-tensor (as planned).
+    CUDA's own kernels run (no stand-ins), so this checks the CPU trace's assumptions too.
+    """
+    if not torch.cuda.is_available():
+        raise BadInput("--measure-cuda needs a CUDA GPU.")
+    if req.shards != 1:
+        raise BadInput("--measure-cuda runs on one GPU: use --shards 1.")
+    preset = PRESETS[req.model]
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    with torch.device(device):
+        built = make_model(req, preset)
+    kept = ["none" if p == "offload" else p for p in assignment]
+    run_emitted(emit_code(req, preset, kept), built.model)
+    ids = _ids(req, preset).to(device)
+    params = [p for p in built.model.parameters() if p.requires_grad]
+    opt: torch.optim.Optimizer
+    if req.optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=False)
+    else:
+        opt = torch.optim.AdamW(params, lr=1e-4, foreach=False)
+    amp = torch.autocast("cuda", dtype=torch.bfloat16) if req.dtype == "bf16-autocast" else _null()
+
+    def step() -> None:
+        with amp:
+            loss = built.loss(ids)
+        backward(loss)
+        del loss
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    step()  # creates the optimizer state
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    return {
+        "assignment": kept,
+        "measured_peak_bytes": int(torch.cuda.max_memory_allocated()),
+        "reserved_peak_bytes": int(torch.cuda.max_memory_reserved()),
+        "device": torch.cuda.get_device_name(0),
+    }
+
+
 # -- output -------------------------------------------------------------------------------
 
 
@@ -1144,7 +1191,7 @@ def _help_epilog() -> str:
     )
 
 
-def parse_request(argv: list[str] | None) -> tuple[Request, bool, str | None]:
+def parse_request(argv: list[str] | None) -> tuple[Request, bool, str | None, bool]:
     parser = _Parser(
         prog="python -m demos.plan",
         description=(__doc__ or "").split("\n")[0],
@@ -1176,6 +1223,9 @@ def parse_request(argv: list[str] | None) -> tuple[Request, bool, str | None]:
         "(sac_milp's bound: no optimizer state, end-of-forward activations plus backward temporaries)",
     )
     parser.add_argument("--json", action="store_true", help="the plan as JSON")
+    parser.add_argument(
+        "--measure-cuda", action="store_true", help="run the plan on the CUDA GPU and add its measured peak"
+    )
     parser.add_argument("--chart", default=None, help="write the frontier and the breakdown to this PNG (matplotlib)")
     args = parser.parse_args(argv)
     if args.model not in PRESETS:
@@ -1205,7 +1255,7 @@ def parse_request(argv: list[str] | None) -> tuple[Request, bool, str | None]:
     req = Request(
         args.model, batch, seq, args.dtype, optimizer, shards, gpu, margin, policies, layers, accounting=args.accounting
     )
-    return req, bool(args.json), args.chart
+    return req, bool(args.json), args.chart, bool(args.measure_cuda)
 
 
 def _whole(name: str, text: str | None, default: int, high: int) -> int:
@@ -1231,11 +1281,20 @@ def _number(name: str, text: str, zero: bool = False) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        req, as_json, chart = parse_request(argv)
+        req, as_json, chart, measure = parse_request(argv)
+        if measure and not torch.cuda.is_available():
+            raise BadInput("--measure-cuda needs a CUDA GPU.")
     except BadInput as exc:
         print(str(exc), file=sys.stderr)
         return 2
     result = plan(req)
+    measured: dict[str, Any] | None = None
+    if measure and result.assignment is not None:
+        measured = measure_on_cuda(req, result.assignment)
+        predicted = result.predicted_peak_bytes or 0
+        measured["predicted_peak_bytes"] = predicted
+        real = measured["measured_peak_bytes"]
+        measured["error_pct"] = round(100.0 * (predicted - real) / real, 2)
     if chart:
         from demos.plan_chart import plan_chart
 
@@ -1243,9 +1302,15 @@ def main(argv: list[str] | None = None) -> int:
     if as_json:
         out = asdict(result)
         out["torch"] = torch.__version__
+        out["measured"] = measured
         print(json.dumps(out))
     else:
         print(format_plan(result))
+        if measured:
+            print(
+                f"Measured on {measured['device']}: {measured['measured_peak_bytes'] / GIB:.2f} GiB allocated at most "
+                f"(predicted {measured['predicted_peak_bytes'] / GIB:.2f} GiB, {measured['error_pct']:+.1f}%)."
+            )
     return 0
 
 
