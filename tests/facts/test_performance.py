@@ -380,12 +380,23 @@ def test_partitioner_draws_its_memory_budget_pareto_curve(tmp_path) -> None:  # 
 
     torch.manual_seed(0)
     args = [torch.randn(32, 32, requires_grad=True) for _ in range(4)]
+    for default_budget in (1.0, 0.0):  # the flag alone draws nothing: the partitioner returns first
+        out = tmp_path / f"at-{default_budget}"
+        out.mkdir()
+        torch._dynamo.reset()
+        with functorch_config.patch(
+            activation_memory_budget=default_budget,
+            visualize_memory_budget_pareto=True,
+            memory_budget_pareto_dir=str(out),
+        ):
+            torch.compile(f, backend="aot_eager_decomp_partition")(*args).backward()
+        assert not list(out.glob("*.svg")), default_budget
     torch._dynamo.reset()
     with functorch_config.patch(
         activation_memory_budget=0.5, visualize_memory_budget_pareto=True, memory_budget_pareto_dir=str(tmp_path)
     ):
         torch.compile(f, backend="aot_eager_decomp_partition")(*args).backward()
     torch._dynamo.reset()
-    (svg,) = tmp_path.glob("memory_budget_pareto*.svg")  # one curve per joint graph
+    (svg,) = tmp_path.glob("memory_budget_pareto*.svg")  # one curve per joint graph, at a budget inside (0, 1)
     text = svg.read_text()
     assert "Pareto Frontier of Memory Budget vs. Recomputation Runtime" in text
