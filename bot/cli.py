@@ -436,7 +436,7 @@ def questions_analysis(
     ] = False,
 ) -> None:
     """Item analysis of the answers given: share right, discrimination, pick rates and flags."""
-    from bot.core.item_analysis import analyse, from_kept, letter
+    from bot.core.item_analysis import PICKS_NOTE, ItemStats, analyse, file_number, from_kept
     from bot.core.rating import start_difficulty
     from bot.store.item_stats import answer_rows, kept_figures, question_ratings
 
@@ -473,6 +473,12 @@ def questions_analysis(
         analysed = from_kept(bank.questions, counts, kept_picks, min_answers, ratings, discriminate=True)
         answered = sum(c.answers for c in counts)
     items = [s for s in analysed if s.flags or not flagged]
+    by_id = {q.id: q for q in bank.questions}
+
+    def texts(stats: ItemStats) -> list[str]:
+        found = by_id.get(stats.question_id)
+        return [c.text for c in found.choices] if found else []
+
     if as_json:
         fields = (
             "question_id",
@@ -488,22 +494,25 @@ def questions_analysis(
             json.dumps(
                 [
                     {f: getattr(s, f) for f in fields}
-                    | {"suspect_choice": s.suspect_choice, "dead_choices": s.dead_choices, "notes": s.describe()}
+                    | {"suspect_choice": s.suspect_choice, "dead_choices": s.dead_choices, "notes": s.describe(texts(s))}
                     for s in items
                 ],
                 indent=2,
             )
         )
         return
+    typer.echo(PICKS_NOTE)
     typer.echo(f"{'question':<44}{'answers':>8}{'right':>7}{'disc':>7}{'diff':>7}  {'picks (key*)':<28}flags")
     for s in items:
         right = "-" if s.share_correct is None else f"{s.share_correct:.0%}"
         disc = "-" if s.discrimination is None else f"{s.discrimination:+.2f}"
-        picks = " ".join(f"{letter(i)}{'*' if i == s.key else ''}{rate:.0%}" for i, rate in enumerate(s.pick_rates))
+        picks = " ".join(
+            f"{file_number(i)}:{'*' if i == s.key else ''}{rate:.0%}" for i, rate in enumerate(s.pick_rates)
+        )
         diff = "-" if s.difficulty is None else f"{s.difficulty:+.2f}"
         typer.echo(f"{s.question_id:<44}{s.answers:>8}{right:>7}{disc:>7}{diff:>7}  {picks:<28}{','.join(s.flags)}")
     for s in items:
-        for note in s.describe():
+        for note in s.describe(texts(s)):
             typer.echo(f"! {note}")
     typer.echo(
         f"{answered} answers; {sum(1 for s in items if s.flags)} questions flagged "

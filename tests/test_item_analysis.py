@@ -101,7 +101,7 @@ def test_a_planted_wrong_key_is_flagged() -> None:
     assert WRONG_KEY in s.flags and s.suspect_choice == 2
     assert s.share_correct is not None and s.share_correct <= 0.4
     assert s.discrimination is not None and s.discrimination < 0  # the strong get it "wrong"
-    assert "likely wrong key" in " ".join(s.describe()) and "pick C instead of A" in " ".join(s.describe())
+    assert "likely wrong key" in " ".join(s.describe()) and "pick choice 3 instead of choice 1" in " ".join(s.describe())
     assert all(WRONG_KEY not in stats[q.id].flags for q in NORMAL)
 
 
@@ -132,7 +132,7 @@ def test_too_easy_dead_distractor_and_unanswered() -> None:
     assert TOO_EASY in stats[easy.id].flags and stats[easy.id].share_correct == pytest.approx(29 / 30)
     assert stats[dead.id].flags == (DEAD_DISTRACTOR,) and stats[dead.id].dead_choices == (3,)
     assert stats[dead.id].pick_rates[3] == 0.0
-    assert "nobody picks D in 30 answers" in stats[dead.id].describe()[0]
+    assert "nobody picks choice 4 in 30 answers" in stats[dead.id].describe()[0]
     assert stats[never.id].flags == (UNANSWERED,) and stats[never.id].answers == 0
     assert stats[never.id].share_correct is None and stats[never.id].pick_rates == (0.0,) * 4
 
@@ -272,4 +272,10 @@ def test_questions_analysis_flags_the_planted_wrong_key(tmp_path: Path) -> None:
     table = run_studybot(tmp_path, ["questions", "analysis", "--flagged"], bank=TEST_BANK)
     assert table.returncode == 0, table.stderr
     assert "t-rerun" in table.stdout and "wrong-key" in table.stdout
-    assert "likely wrong key: 33% right, and the strongest members mostly pick A instead of B" in table.stdout
+    # Choices by their text, never a file-order letter a member never saw (said once, above).
+    assert (
+        'likely wrong key: 33% right, and the strongest members mostly pick "Their gradients are skipped" '
+        'instead of "Their forward is run again"'
+    ) in table.stdout
+    assert table.stdout.count("not the letters members saw") == 1
+    assert "1:33% 2:*33% 3:33% 4:0%" in table.stdout

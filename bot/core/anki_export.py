@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from bot.core import choices as codec
 from bot.core import pages, wording
 from bot.core.engine_base import EngineBase
 from bot.core.errors import NotFound
@@ -30,16 +31,17 @@ class AnkiExportMixin(EngineBase):
 
     def _missed_entries(self, tx: StoreTx, member_id: int) -> tuple[BankEntry, ...]:
         """Each question the member ever answered wrong, once, newest miss first (a question
-        no longer in the bank is left out)."""
+        no longer in the bank is left out), its choices lettered as that miss's round showed them."""
         seen: set[str] = set()
         entries = []
-        for question_id, _shown, _order, _when in tx.missed_answers(member_id, MISSED_ROWS):
+        for question_id, _shown, order_text, _when in tx.missed_answers(member_id, MISSED_ROWS):
             if question_id in seen:
                 continue
             seen.add(question_id)
             question = self._find(question_id, tx)
             if question is not None:
-                entries.append(pages.bank_entry(question))
+                order = codec.parse_order(order_text, len(question.choices))
+                entries.append(pages.bank_entry(question, order))
         return tuple(entries)
 
     def review_export(self, user: UserRef) -> AnkiDeck | Notice:

@@ -80,12 +80,13 @@ class ItemStats:
 
     def describe(self, texts: Sequence[str] = ()) -> list[str]:
         """One plain sentence per flag, for an admin. With the choices' `texts` (file order),
-        choices are named by their text, since every round shows them in its own order."""
+        choices are named by their text, since every round shows them in its own order and a
+        letter would not be the one members saw; without them, by their number in the file."""
 
         def letter(index: int) -> str:
             if 0 <= index < len(texts):
                 return f'"{texts[index][:40]}"'
-            return _file_letter(index)
+            return f"choice {file_number(index)}"
 
         lines = []
         for flag in self.flags:
@@ -104,11 +105,18 @@ class ItemStats:
         return lines
 
 
-def _file_letter(index: int) -> str:
-    return chr(ord("A") + index)
+def file_number(index: int) -> str:
+    """A choice's number in the bank file (1 = first). The analysis never names a choice by a
+    letter: each round shows its choices shuffled, so a file-order letter differs from the
+    letter members saw (one letter for a choice everywhere a member sees it)."""
+    return str(index + 1)
 
 
-letter = _file_letter  # the CLI's table names choices by their letter in the bank file
+# Said once above the CLI's table.
+PICKS_NOTE = (
+    "picks: each choice's share by its number in the bank file (* the key); rounds show the "
+    "choices shuffled, so these are not the letters members saw, and the notes name choices by their text."
+)
 
 
 def _pct(share: float | None) -> str:

@@ -101,15 +101,25 @@ def topic_accuracy(outcomes: list[tuple[str, int, int]], bank: Bank) -> tuple[To
     return tuple(TopicAccuracy(t, answered[t], correct[t]) for t in TOPICS if t in answered)
 
 
-def _choices(question: Question, chosen: int | None = None) -> tuple[ChoiceReveal, ...]:
+def _choices(question: Question, chosen: int | None = None, order: tuple[int, ...] = ()) -> tuple[ChoiceReveal, ...]:
+    """The choices as a round showed them: `order` is its shown order (shown position -> bank
+    index; the bank's own order when empty), `chosen` a shown position; letters are shown ones."""
+    shown = order or tuple(range(len(question.choices)))
     return tuple(
-        ChoiceReveal(letter(i), c.text, c.correct, c.why, 1 if i == chosen else 0)
-        for i, c in enumerate(question.choices)
+        ChoiceReveal(
+            letter(position),
+            question.choices[index].text,
+            question.choices[index].correct,
+            question.choices[index].why,
+            1 if position == chosen else 0,
+        )
+        for position, index in enumerate(shown)
     )
 
 
 def missed_questions(rows: list[tuple[str, int, str | None, datetime]], bank: Bank) -> tuple[MissedQuestion, ...]:
-    """Each missed question once (its newest miss), choices in the bank's order."""
+    """Each missed question once (its newest miss), choices in the order that round showed them,
+    so "you chose B" is the letter the member pressed."""
     seen: set[str] = set()
     missed = []
     for question_id, shown, order_text, answered_at in rows:
@@ -118,15 +128,14 @@ def missed_questions(rows: list[tuple[str, int, str | None, datetime]], bank: Ba
             continue
         seen.add(question_id)
         order = codec.parse_order(order_text, len(question.choices))
-        chosen = order[shown] if 0 <= shown < len(order) else shown
         missed.append(
             MissedQuestion(
                 question_id=question.id,
                 topic=question.topic,
                 prompt=question.prompt,
-                chosen=letter(chosen) if 0 <= chosen < len(question.choices) else "?",
-                answer=letter(question.answer_index),
-                choices=_choices(question, chosen),
+                chosen=letter(shown) if 0 <= shown < len(order) else "?",
+                answer=letter(order.index(question.answer_index)),
+                choices=_choices(question, shown, order),
                 explain=question.explain,
                 refs=question.refs,
                 answered_at=timing.as_utc(answered_at),
@@ -136,14 +145,15 @@ def missed_questions(rows: list[tuple[str, int, str | None, datetime]], bank: Ba
 
 
 @lru_cache(maxsize=4096)
-def bank_entry(question: Question) -> BankEntry:
-    """A question as the bank page shows it (kept: a question is a frozen value)."""
+def bank_entry(question: Question, order: tuple[int, ...] = ()) -> BankEntry:
+    """A question as the bank page shows it (kept: a question is a frozen value); with a
+    round's shown `order`, its choices and letters as that round showed them."""
     return BankEntry(
         question_id=question.id,
         topic=question.topic,
         difficulty=question.difficulty,
         prompt=question.prompt,
-        choices=_choices(question),
+        choices=_choices(question, None, order),
         explain=question.explain,
         trap=question.trap,
         refs=question.refs,

@@ -432,7 +432,8 @@ class TopicAccuracy:
 
 @dataclass(frozen=True)
 class MissedQuestion:
-    """A question the member got wrong, with every choice's why (letters in the bank's order)."""
+    """A question the member got wrong, with every choice's why (in the order and with the
+    letters that round showed)."""
 
     question_id: str
     topic: str
@@ -461,7 +462,7 @@ class BankEntry:
     topic: str
     difficulty: int
     prompt: str
-    choices: tuple[ChoiceReveal, ...]  # in the bank's order; count unused (0)
+    choices: tuple[ChoiceReveal, ...]  # the bank's order, or a round's shown order; count unused (0)
     explain: str | None
     trap: str | None
     refs: tuple[str, ...]
