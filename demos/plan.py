@@ -849,7 +849,7 @@ def plan(req: Request) -> Plan:
     sentence = (
         f"{shape} fits in {req.gpu_gib:g} GiB with {summary}: {peak_text}, "
         f"recomputing {pick.recomputed_flops / 1e9:,.1f} GFLOPs a step "
-        f"({rec_share:.1%} of the step's {stats.base_flops / 1e12:,.2f} TFLOPs)."
+        f"({rec_share:.2%} of the step's {stats.base_flops / 1e12:,.2f} TFLOPs)."
     )
     return Plan(
         fits=True,
@@ -1140,12 +1140,15 @@ def format_plan(p: Plan) -> str:
             f"{c['recomputed_flops_per_layer'] / 1e9:>19,.2f}  {c['about']}"
         )
     rows.append("")
-    rows.append("Frontier (peak against recomputed FLOPs; * the plan):")
+    rows.append("Frontier (peak against recomputed FLOPs, then offloading priced as FLOPs too; * the plan):")
     shown = _thin(p.frontier, 12)
     for r in shown:
         mark = "*" if r["chosen"] else " "
         split = ", ".join(f"{c} {k}" for k, c in r["counts"].items())
-        rows.append(f" {mark} {r['peak_bytes'] / GIB:>8.2f} GiB {r['recomputed_flops'] / 1e9:>12,.1f} GFLOPs  {split}")
+        rows.append(
+            f" {mark} {r['peak_bytes'] / GIB:>8.2f} GiB {r['recomputed_flops'] / 1e9:>12,.1f} GFLOPs"
+            f" {r['cost'] / 1e9:>12,.1f} priced  {split}"
+        )
     if p.breakdown:
         rows.append("")
         rows.append(
