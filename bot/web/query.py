@@ -10,21 +10,20 @@ from datetime import date
 
 from bot.core.bank import TOPICS
 from bot.core.errors import InvalidInput
+from bot.core.numbers import ascii_int
 
 # A page number: at most this (the board and the bank are 100 rows a page).
 MAX_PAGE = 100_000
 # Weeks a board can show: the years between these (previous and next week stay in range).
 FIRST_YEAR, LAST_YEAR = 2000, 2999
-_DIGITS = re.compile(r"[0-9]{1,12}")
 _WEEK = re.compile(r"([0-9]{4})-[Ww]([0-9]{2})")
 
 
 def ascii_number(text: str, low: int, high: int) -> int | None:
-    """`text` as a whole number from low to high, written in ASCII digits only; else None."""
-    if not _DIGITS.fullmatch(text):
-        return None
-    number = int(text)
-    return number if low <= number <= high else None
+    """`text` as a whole number from low to high, written in ASCII digits only (at most 12);
+    else None."""
+    number = ascii_int(text, max_digits=12)
+    return number if number is not None and low <= number <= high else None
 
 
 def page_number(value: str | None) -> int:
