@@ -463,11 +463,11 @@ class Request:
 class LoRA(nn.Module):
     """A frozen linear map plus a trainable low-rank update (x A^T B^T)."""
 
-    def __init__(self, base: nn.Module, fan_in: int, fan_out: int, rank: int) -> None:
+    def __init__(self, base: nn.Module, fan_in: int, fan_out: int, rank: int, dtype: torch.dtype) -> None:
         super().__init__()
         self.base = base
-        self.a = nn.Parameter(torch.randn(rank, fan_in) / fan_in**0.5)
-        self.b = nn.Parameter(torch.zeros(fan_out, rank))
+        self.a = nn.Parameter(torch.randn(rank, fan_in, dtype=dtype) / fan_in**0.5)
+        self.b = nn.Parameter(torch.zeros(fan_out, rank, dtype=dtype))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = self.base(x) + F.linear(F.linear(x, self.a), self.b)
@@ -486,13 +486,17 @@ def add_adapters(built: Built, rank: int = ADAPTER_RANK) -> None:
                     continue
                 w = sub.weight
                 fan_in, fan_out = (w.shape[1], w.shape[0]) if kind == "Linear" else (w.shape[0], w.shape[1])
-                setattr(child, attr, LoRA(sub, int(fan_in), int(fan_out), rank).to(w.dtype))
+                setattr(child, attr, LoRA(sub, int(fan_in), int(fan_out), rank, w.dtype))
 
 
 def make_model(req: Request, preset: Preset) -> Built:
-    built = build(preset, req.layers, req.width, req.vocab)
-    if req.dtype == "bf16":
-        built.model.to(torch.bfloat16)
+    default = torch.get_default_dtype()
+    if req.dtype == "bf16":  # built in bf16 (``.to()`` cannot swap a fake parameter's storage)
+        torch.set_default_dtype(torch.bfloat16)
+    try:
+        built = build(preset, req.layers, req.width, req.vocab)
+    finally:
+        torch.set_default_dtype(default)
     if req.optimizer == "adapters":
         add_adapters(built)
     built.model.train()
@@ -826,12 +830,15 @@ def plan(req: Request) -> Plan:
         traced, built_static = stats.traces[assignment[0]], static  # already traced whole, with the same code
     else:
         traced, built_static = trace_plan(req, preset, assignment)
-    predicted = _with_optimizer(built_static, traced.peak, req.shards)
+    # FSDP: the gradients live at the peak are held as shards, as the composition counts them
+    sharded_away = int((1.0 - 1.0 / req.shards) * traced.at_peak["gradients"])
+    predicted = _with_optimizer(built_static, traced.peak - sharded_away, req.shards)
     breakdown = {
         "parameters": built_static.parameters + built_static.layer_gather,
         "optimizer state": built_static.optimizer_state,
         **{k: v for k, v in traced.at_peak.items()},
     }
+    breakdown["gradients"] -= sharded_away
     resident = built_static.parameters + built_static.optimizer_state
     optimizer_peak = resident + built_static.trainable // req.shards + built_static.optimizer_step_transient
     at_peak, advice = explain_peak(

@@ -37,6 +37,7 @@ class Preset:
     dropout: float
     about: str
     optimizer: str = "adamw"
+    tied: bool = True  # the output projection shares the token embedding
 
 
 PRESETS: dict[str, Preset] = {
@@ -131,6 +132,7 @@ PRESETS: dict[str, Preset] = {
             4096,
             0.0,
             "a Llama-style decoder at Llama 2 7B's shape",
+            tied=False,
         ),
         Preset(
             "torch-sac-test",
@@ -205,7 +207,7 @@ def build(preset: Preset, layers: int | None = None, width: int | None = None, v
         return Built(model, list(blocks), "model.transformer.h", hf_loss, "transformers GPT2LMHeadModel", hf=True)
     if preset.family == "llama":
         cfg = TransformerConfig(
-            preset.name, v, n, d, preset.heads, preset.kv_heads, ffn, "llama", preset.max_seq, False
+            preset.name, v, n, d, preset.heads, preset.kv_heads, ffn, "llama", preset.max_seq, preset.tied
         )
         lm = TransformerLM(cfg)
         return Built(lm, list(lm.blocks), "model.blocks", lm, "demos.models.TransformerLM (llama style)")

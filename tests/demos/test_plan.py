@@ -223,3 +223,35 @@ def test_chart_is_a_png_with_the_frontier_and_the_breakdown(tmp_path: Path) -> N
     plan_chart(p, str(path))
     with Image.open(path) as image:
         assert image.format == "PNG" and image.size[0] > 800
+
+
+@pytest.mark.parametrize(
+    ("req", "param_bytes_each", "state_per_param"),
+    [
+        (Request("llama-7b", 1, 128, "bf16", "sgd", 8, layers=2), 2, 1),  # bf16 weights, one momentum buffer
+        (Request("llama-1b", 1, 128, "bf16-autocast", layers=2), 4, 2),  # fp32 weights, AdamW's two moments
+    ],
+)
+def test_dtype_optimizer_and_shards_change_the_static_memory(
+    req: Request, param_bytes_each: int, state_per_param: int
+) -> None:
+    p = plan(req)
+    assert p.fits and p.breakdown is not None
+    with FakeTensorMode():
+        built = make_model(req, PRESETS[req.model])
+        params = list({id(q): q for q in built.model.parameters()}.values())
+    count = sum(q.numel() for q in params)
+    assert {q.element_size() for q in params} == {param_bytes_each}
+    state = p.breakdown["optimizer state"]
+    assert abs(state - state_per_param * count * param_bytes_each // req.shards) <= 4 * len(params)
+
+
+def test_frozen_base_with_adapters_trains_only_the_adapters() -> None:
+    req = Request("gpt2-medium", 1, 64, optimizer="adapters", layers=2)
+    p = plan(req)
+    assert p.fits and p.breakdown is not None
+    with FakeTensorMode():
+        built = make_model(req, PRESETS[req.model])
+    trainable = [q for q in built.model.parameters() if q.requires_grad]
+    assert trainable and all(q.shape[0] == 16 or q.shape[1] == 16 for q in trainable)  # LoRA rank 16
+    assert p.breakdown["optimizer state"] < 0.05 * p.breakdown["parameters"]
