@@ -178,3 +178,70 @@ def test_sac_is_turned_on_by_context_fn_on_non_reentrant_checkpoint() -> None:
     for extra in ({"policy": save_mm_policy}, {"context_fn": sac(save_mm_policy)}):
         with pytest.raises(ValueError, match="Unexpected keyword arguments"):
             checkpoint_sequential(stack, 3, x, use_reentrant=False, **extra)
+
+
+def _sac_milp_baseline_and_tracked_peak(optimizer: str) -> tuple[int, int, int]:
+    """The memory model of torch.distributed._tools' planner on a small MLP stack under
+    FakeTensorMode (CPU), after two steps with `optimizer`: (ilp_utils'
+    get_peak_memory_runtime_baseline, the bound sac_milp's per-module memory m_i reduces to with
+    nothing checkpointed; MemTracker's peak; MemTracker's optimizer-state bytes at that peak).
+    RuntimeEstimator's roofline needs CUDA and SACEstimator's curve fit needs pwlf: the
+    baseline uses neither (runtimes and trade-off curves enter only the objective), so each op
+    is given a unit runtime and the curve fit is skipped."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed._tools.ilp_utils import (
+        aggregate_stats,
+        get_peak_memory_runtime_baseline,
+        parse_module_info,
+    )
+    from torch.distributed._tools.mem_tracker import MemTracker
+    from torch.distributed._tools.runtime_estimator import RuntimeEstimator
+    from torch.distributed._tools.sac_estimator import SACEstimator
+
+    def unit_runtime(func, args, kwargs):  # type: ignore[no-untyped-def]
+        return func(*args, **(kwargs or {})), 1.0
+
+    dev = torch.device("cpu")
+    with FakeTensorMode():
+        torch.manual_seed(0)
+        blocks = [
+            torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256))
+            for _ in range(3)
+        ]
+        model = torch.nn.Sequential(*blocks)
+        x = torch.randn(64, 256)
+        opt = (
+            torch.optim.Adam(model.parameters(), foreach=False)
+            if optimizer == "adam"
+            else torch.optim.SGD(model.parameters(), lr=0.1)
+        )
+        tracker = MemTracker()
+        tracker.track_external(model, opt)
+        with tracker:
+            for i in range(2):  # the second step runs with Adam's state already allocated
+                model(x).sum().backward()
+                opt.step()
+                opt.zero_grad()
+                if i == 0:
+                    tracker.reset_mod_stats()
+        peak = tracker.get_tracker_snapshot("peak")[dev]
+        runtimes = RuntimeEstimator()
+        runtimes("operator-level-cost-model")
+        runtimes._estimate = unit_runtime  # type: ignore[method-assign]
+        with runtimes:
+            model(x).sum().backward()
+        sac = SACEstimator()
+        sac.pwlf_sac_tradeoff_curve = lambda: None  # type: ignore[method-assign]
+    graph = parse_module_info(aggregate_stats(model, tracker, runtimes, sac, dev))
+    baseline, _ = get_peak_memory_runtime_baseline(graph)
+    return baseline, peak["Total"], peak["Optstate"]
+
+
+def test_sac_milp_memory_model_leaves_out_optimizer_state() -> None:
+    adam_bound, adam_peak, adam_state = _sac_milp_baseline_and_tracked_peak("adam")
+    sgd_bound, sgd_peak, sgd_state = _sac_milp_baseline_and_tracked_peak("sgd")
+    params = 3 * (256 * 1024 + 1024 + 1024 * 256 + 256) * 4
+    assert sgd_state == 0 and adam_state >= 2 * params  # MemTracker sees Adam's two moments
+    assert adam_bound == sgd_bound  # the planner's bound is blind to them
+    assert sgd_bound >= sgd_peak * 0.95  # and without optimizer state it covers the step
+    assert adam_peak > 2 * adam_bound  # with Adam the real peak is over twice the bound
