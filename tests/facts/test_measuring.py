@@ -188,3 +188,40 @@ def test_profile_plot_builds_a_memory_timeline_on_the_cpu() -> None:
     assert any(e.get("category") == "activation" for e in events)
     page = _memory_viz.profile_plot(prof)
     assert "Active Memory Timeline" in page and "base64" in page  # the snapshot is embedded
+
+
+def test_memtracker_activation_counts_a_live_copy_autograd_never_saves() -> None:
+    from torch.autograd.graph import saved_tensors_hooks
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    class Layer(nn.Module):
+        def __init__(self, keep_copy: bool) -> None:
+            super().__init__()
+            self.lin = nn.Linear(256, 256, bias=False)
+            self.keep_copy = keep_copy
+            self.kept: list[torch.Tensor] = []
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.lin(x)
+            if self.keep_copy:
+                with torch.no_grad():
+                    self.kept.append(y * 2)  # held by the module, never by autograd
+            return torch.relu(y)
+
+    def after_forward(keep_copy: bool) -> tuple[int, int]:
+        torch.manual_seed(0)
+        layer, x = Layer(keep_copy), torch.randn(64, 256)
+        tracker = MemTracker()
+        tracker.track_external(layer, x)
+        saved: list[int] = []
+        with tracker, saved_tensors_hooks(lambda t: saved.append(t.nbytes) or t, lambda t: t):
+            out = layer(x)
+            activation = tracker.get_tracker_snapshot("current")[torch.device("cpu")]["Activation"]
+        assert out.requires_grad
+        return activation, sum(saved)
+
+    plain_act, plain_saved = after_forward(keep_copy=False)
+    kept_act, kept_saved = after_forward(keep_copy=True)
+    copy_bytes = 64 * 256 * 4
+    assert kept_saved == plain_saved  # autograd saves nothing more
+    assert kept_act == plain_act + copy_bytes  # MemTracker's Activation grows by the copy
