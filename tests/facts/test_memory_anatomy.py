@@ -7,11 +7,12 @@ seen through torch.autograd.graph.saved_tensors_hooks, one count per storage (da
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 from torch import nn
 
-from tests.facts.support import SavedMeter, make_stack, param_ptrs, run_chain
+from tests.facts.support import LiveBytes, SavedMeter, make_stack, param_ptrs, run_chain
 
 
 def nbytes(ts: list[torch.Tensor]) -> int:
@@ -147,3 +148,97 @@ def test_saved_activations_peak_at_end_of_forward_and_are_freed_during_backward(
     assert m.peak == during_forward[-1]  # highest when forward ends
     assert during_backward == sorted(during_backward, reverse=True)  # falls as backward runs
     assert during_backward[-1] < m.peak and after == 0
+
+
+# ----------------------------------------------------------------------------- GPT-2's peak at the loss
+
+#: GPT-2 small scaled down with its proportions kept: vocabulary / width = 64 (50,257 / 768 is 65)
+#: and 5 * heads * tokens / width = 80 (the attention share of a layer, as 12 * 1,024 / 768 gives).
+GPT2_SCALED = {"vocab_size": 4096, "n_embd": 64, "n_layer": 12, "n_head": 4, "n_positions": 256}
+GPT2_BATCH, GPT2_TOKENS = 2, 256
+
+
+class PeakComposition(LiveBytes):
+    """LiveBytes that also keeps, at each new peak, the sizes of the storages then alive and
+    whether backward had started."""
+
+    def __init__(self, ignore: set[int]) -> None:
+        super().__init__(ignore=ignore)
+        self.in_backward = False
+        self.at_peak: list[int] = []
+        self.peak_in_backward = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        before = self.peak
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        if self.peak > before:
+            self.at_peak = sorted((entry[0] for entry in self.refs.values()), reverse=True)
+            self.peak_in_backward = self.in_backward
+        return out
+
+
+def _gpt2_checkpointed_step(chunks: int | None) -> tuple[PeakComposition, int]:
+    """One fp32 training step of a scaled GPT-2 (transformers) with every block checkpointed
+    (non-reentrant), the loop holding its outputs through backward. chunks=None: the model's own
+    loss (labels=ids). chunks=n: the LM head and loss over n slices of the tokens, each slice
+    checkpointed so that only one slice's logits exist at a time in backward too."""
+    transformers = __import__("pytest").importorskip("transformers")
+    import torch.nn.functional as F
+    from torch.utils.checkpoint import checkpoint
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(**GPT2_SCALED, bos_token_id=0, eos_token_id=0)
+    config._attn_implementation = "eager"
+    model = transformers.GPT2LMHeadModel(config).train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # 5.x: an alias of activation_checkpointing_enable
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    ids = torch.randint(0, GPT2_SCALED["vocab_size"], (GPT2_BATCH, GPT2_TOKENS))
+    logits_bytes = GPT2_BATCH * GPT2_TOKENS * GPT2_SCALED["vocab_size"] * 4
+    meter = PeakComposition(ignore=param_ptrs(model))
+    with meter:
+        if chunks is None:
+            outputs = model(input_ids=ids, labels=ids, use_cache=False)
+            loss = outputs.loss
+        else:
+            hidden = model.transformer(input_ids=ids, use_cache=False).last_hidden_state
+            inputs, targets = hidden[:, :-1].flatten(0, 1), ids[:, 1:].flatten()
+
+            def piece(h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+                return F.cross_entropy(model.lm_head(h), t, reduction="sum")
+
+            step = -(-inputs.shape[0] // chunks)
+            loss = (
+                sum(
+                    checkpoint(piece, inputs[i : i + step], targets[i : i + step], use_reentrant=False)
+                    for i in range(0, inputs.shape[0], step)
+                )
+                / inputs.shape[0]
+            )
+        meter.in_backward = True
+        loss.backward()
+    return meter, logits_bytes
+
+
+def test_checkpointed_gpt2_peaks_in_the_loss_backward_on_logits_sized_tensors() -> None:
+    meter, logits_bytes = _gpt2_checkpointed_step(chunks=None)
+    vocab_sized = [n for n in meter.at_peak if n == logits_bytes]
+    assert meter.peak_in_backward  # the peak comes after forward ends
+    assert len(vocab_sized) >= 3  # logits, the saved log-probabilities and their gradients at once
+    # they hold most of it: all the rest (checkpoints, the blocks' recompute, gradients) is smaller
+    # than one batch x tokens x vocabulary tensor
+    assert meter.peak - sum(vocab_sized) < logits_bytes
+
+
+def test_chunked_loss_lowers_a_checkpointed_gpt2_peak_more_than_block_changes_can() -> None:
+    whole, logits_bytes = _gpt2_checkpointed_step(chunks=None)
+    chunked, _ = _gpt2_checkpointed_step(chunks=8)
+    head = sum(n for n in whole.at_peak if n == logits_bytes)
+    # what any change to the blocks' checkpointing could still take off the peak: everything
+    # live at it besides the logits-sized tensors
+    blocks_at_most = whole.peak - head
+    assert whole.peak - chunked.peak > 2 * blocks_at_most  # the chunked loss saves more than that, twice over
+    assert chunked.peak < whole.peak / 2
+    assert all(n < logits_bytes for n in chunked.at_peak)  # no whole-batch logits left at the new peak
