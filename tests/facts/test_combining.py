@@ -292,3 +292,73 @@ def test_fsdp2_recompute_adds_no_parameter_gather(tmp_path) -> None:  # type: ig
     assert _fsdp2_gathers_per_step(tmp_path, checkpointed=True, reshard_after_forward=True) == 4
     # reshard_after_forward=False keeps the gathered parameters through backward: one per block
     assert _fsdp2_gathers_per_step(tmp_path, checkpointed=True, reshard_after_forward=False) == 2
+
+
+def _saved_activations(run, params) -> dict[int, tuple[tuple[int, ...], torch.dtype]]:  # type: ignore[no-untyped-def]
+    """What autograd saves while `run()` executes, one entry per storage, parameters left out."""
+    ignore = {p.untyped_storage().data_ptr() for p in params}
+    seen: dict[int, tuple[tuple[int, ...], torch.dtype]] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        key = t.untyped_storage().data_ptr()
+        if key not in ignore:
+            seen[key] = (tuple(t.shape), t.dtype)
+        return t
+
+    with saved_tensors_hooks(pack, lambda t: t):
+        run()
+    return seen
+
+
+def test_autocast_loss_keeps_float32_log_probabilities() -> None:
+    torch.manual_seed(0)
+    head = nn.Linear(64, 1000, bias=False)  # an LM head: width 64, vocabulary 1,000
+    hidden = torch.randn(32, 64, requires_grad=True)
+    targets = torch.randint(0, 1000, (32,))
+
+    def vocab_sized(autocast: bool) -> list[torch.dtype]:
+        logits: list[torch.Tensor] = []
+
+        def step() -> None:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                logits.append(head(hidden))
+                torch.nn.functional.cross_entropy(logits[0], targets)
+
+        saved = _saved_activations(step, head.parameters())
+        assert logits[0].dtype == (torch.bfloat16 if autocast else torch.float32)
+        return [dtype for shape, dtype in saved.values() if shape == (32, 1000)]
+
+    # under autocast the matmul's output is bf16, yet the loss keeps one fp32 (tokens x vocabulary)
+    # tensor, as many bytes as the fp32 run keeps; the bf16 logits themselves are not saved
+    assert vocab_sized(autocast=True) == [torch.float32]
+    assert vocab_sized(autocast=False) == [torch.float32]
+
+
+class _LoRALinear(nn.Module):
+    """A frozen Linear plus a trainable rank-r adapter: base(x) + B(A(x))."""
+
+    def __init__(self, width: int = 256, rank: int = 8) -> None:
+        super().__init__()
+        self.base = nn.Linear(width, width).requires_grad_(False)
+        self.A = nn.Linear(width, rank, bias=False)
+        self.B = nn.Linear(rank, width, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.base(x) + self.B(self.A(x))
+
+
+def test_lora_adapter_saves_the_full_width_input_a_frozen_linear_does_not() -> None:
+    torch.manual_seed(0)
+    layer = _LoRALinear(width=256, rank=8)
+    x = torch.randn(32, 256, requires_grad=True)  # the gradient flows on to earlier layers
+    frozen = _saved_activations(lambda: layer.base(x), layer.parameters())
+    adapted = _saved_activations(lambda: layer(x), layer.parameters())
+    trainable = nn.Linear(256, 256)
+    full = _saved_activations(lambda: trainable(x), trainable.parameters())
+    assert frozen == {}  # the frozen layer alone keeps no activation (its input gradient needs W)
+    assert sorted(adapted.values()) == [((32, 8), torch.float32), ((32, 256), torch.float32)]  # x and A(x)
+    assert x.untyped_storage().data_ptr() in adapted  # the very input, as full fine-tuning keeps it
+    assert list(full.values()) == [((32, 256), torch.float32)]
+    # x is saved for A's gradient even when x itself needs none (a frozen embedding's output)
+    x_frozen = x.detach()
+    assert x_frozen.untyped_storage().data_ptr() in _saved_activations(lambda: layer(x_frozen), layer.parameters())
