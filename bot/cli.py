@@ -633,7 +633,8 @@ def schedule_run(
 
     def show(channel: ChannelRef, card: Posted) -> None:
         for message in render(card):
-            typer.echo(f"[#{channel.channel_id}] {message.text}" if message.to == "channel" else message.text)
+            where = channel.channel_id.lstrip("#")  # a channel stored as "#study" before it was normalised
+            typer.echo(f"[#{where}] {message.text}" if message.to == "channel" else message.text)
 
     Deliverer(engine, platform, community).deliver_due(show)
 

@@ -14,6 +14,7 @@ import pytest
 
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
+from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, ConfigCard
 from bot.platforms.console import Message
 from bot.store.database import Database
 from bot.store.repository import SqlStore
@@ -378,3 +379,44 @@ def test_core_imports_no_platform_library() -> None:
             if stripped.startswith(("import ", "from ")):
                 module = stripped.split()[1].split(".")[0]
                 assert module not in forbidden, f"{path.name} imports {module}"
+
+
+def test_a_made_up_channel_is_refused_and_a_community_gets_one_daily_round_a_day(
+    chat: Console, tmp_path: Path, test_bank: Bank
+) -> None:
+    first = only(chat.handle("/daily"), "question")
+    refused = only(chat.handle("/config channel chan2"), "error")
+    assert refused.text == "The console has one channel, #console; there is no #chan2 here, so the setting is unchanged."
+    config = chat.handle("/config")
+    assert config and not any("chan2" in m.text for m in config)
+    assert chat.handle("/config channel #console")  # its own channel, written the chat's way, is fine
+    # Discord and Slack set any channel: a '#' is never doubled, and moving the channel the
+    # same day opens no second round (the community's round of the day stands).
+    engine = chat.engine
+    community = CommunityRef("console", "club")
+    card = engine.configure(community, "channel", "#study")
+    assert isinstance(card, ConfigCard) and dict(card.settings)["channel"] == "study"
+    again = engine.open_daily(ChannelRef("console", "club", "study"))
+    assert isinstance(again, AlreadyOpen) and again.round_id == first.data["round_id"]
+    assert "already open" in only(chat.handle("/daily"), "notice").text
+
+    # The CLI: an unknown community is one sentence and exit 2; a '#' stored by an older
+    # version is shown once, and a second `schedule run daily` the same day posts nothing new.
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    from bot.store.database import upgrade
+
+    upgrade(url)
+    database = Database(url)
+    try:
+        StudyEngine(SqlStore(database), test_bank).configure(CommunityRef("console", "lab"), "channel", "study")
+    finally:
+        database.dispose()
+    with sqlite3.connect(tmp_path / "cli.db") as db:
+        db.execute("UPDATE communities SET channel_id = '#study' WHERE external_id = 'lab'")
+    unknown = run_studybot(tmp_path, ["schedule", "run", "daily", "--community", "chan2"])
+    assert unknown.returncode == 2 and "No community 'chan2'" in unknown.stderr + unknown.stdout
+    posted = run_studybot(tmp_path, ["schedule", "run", "daily", "--community", "lab"])
+    assert posted.returncode == 0, posted.stderr
+    assert "[#study] Daily question #" in posted.stdout and "##" not in posted.stdout
+    twice = run_studybot(tmp_path, ["schedule", "run", "daily", "--community", "lab"])
+    assert "Daily question" not in twice.stdout and "already open" in twice.stdout

@@ -60,14 +60,19 @@ def wrong(bank: Bank, card: QuestionCard) -> int:
     return (right(bank, card) + 1) % len(card.choices)
 
 
-def test_one_daily_round_per_channel_per_local_day(engine: StudyEngine, clock: FakeClock) -> None:
+def test_one_daily_round_per_community_per_local_day(engine: StudyEngine, clock: FakeClock) -> None:
     first = open_round(engine)
     again = engine.open_daily(CH)
     assert again == AlreadyOpen(round_id=first.round_id, local_date="2026-11-23")
-    other_channel = open_round(engine, ChannelRef("console", "guild", "random"))
-    assert other_channel.round_id != first.round_id
+    # Another channel of the community the same day (the channel moved, or /daily there): the
+    # community's round of the day stands, in one call and in a batch (issue 28).
+    assert engine.open_daily(ChannelRef("console", "guild", "random")) == again
+    assert engine.open_dailies([(ChannelRef("console", "guild", "random"), False)]) == [again]
+    # The same channel id in another community is that community's own round.
+    elsewhere = open_round(engine, ChannelRef("console", "other-guild", CH.channel_id))
+    assert elsewhere.round_id != first.round_id
     clock.advance(days=1)
-    assert open_round(engine).round_id not in (first.round_id, other_channel.round_id)
+    assert open_round(engine, ChannelRef("console", "guild", "random")).round_id not in (first.round_id, elsewhere.round_id)
 
 
 def test_local_day_follows_the_community_time_zone(engine: StudyEngine, clock: FakeClock) -> None:

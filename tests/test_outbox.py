@@ -207,7 +207,8 @@ def test_a_deliverer_only_sends_its_own_platform(engine: StudyEngine) -> None:
 def test_two_deliverers_on_one_database_never_send_a_row_twice(
     db_url: str, engine: StudyEngine, test_bank: Bank, clock: FakeClock
 ) -> None:
-    expected = sorted(open_round(engine, ChannelRef(PLATFORM, "guild", f"ch-{i}")).round_id for i in range(30))
+    # 30 rounds: one community has one a day, so 30 communities (issue 28).
+    expected = sorted(open_round(engine, ChannelRef(PLATFORM, f"guild-{i}", "ch")).round_id for i in range(30))
     sent: list[tuple[str, int]] = []
     lock = threading.Lock()
     errors: list[BaseException] = []

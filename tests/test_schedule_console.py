@@ -70,4 +70,4 @@ def test_schedule_commands(tmp_path: Path) -> None:
     bad = _cli(["schedule", "run", "weekly", "--community", "club"], tmp_path)
     assert bad.returncode == 2 and "jobs: daily, reveal, leaderboard" in bad.stderr
     elsewhere = _cli(["schedule", "run", "daily", "--community", "club", "--platform", "discord"], tmp_path)
-    assert elsewhere.returncode == 0 and "There is no community discord/club yet." in elsewhere.stdout
+    assert elsewhere.returncode == 2 and "No community 'club' on discord" in elsewhere.stderr  # unknown: exit 2

@@ -235,8 +235,9 @@ def test_a_round_shows_one_order_to_everyone_and_after_a_restart(
 def test_a_text_answer_by_letter_uses_the_shown_order(
     engine: StudyEngine, test_bank: Bank, seeded: random.Random
 ) -> None:
-    for number in range(40):  # a round whose shuffle moved the right answer
-        channel = ChannelRef("console", "guild", f"room-{number}")
+    for number in range(40):  # a round whose shuffle moved the right answer (one a community a day)
+        community = f"guild-{number}"
+        channel = ChannelRef("console", community, "room")
         card = open_round(engine, channel)
         question = question_of(test_bank, card)
         if shown_right(test_bank, card) != question.answer_index:
@@ -245,12 +246,12 @@ def test_a_text_answer_by_letter_uses_the_shown_order(
         pytest.fail("no round moved its right answer in 40 draws")
     right = shown_right(test_bank, card)
 
-    by_shown = engine.answer_text(user("Ann"), channel, f"daily {letter(right).lower()})")
+    by_shown = engine.answer_text(user("Ann", community), channel, f"daily {letter(right).lower()})")
     assert isinstance(by_shown, AnswerFeedback) and by_shown.correct and by_shown.chosen == letter(right)
-    by_file = engine.answer_text(user("Bob"), channel, "daily " + letter(question.answer_index))
+    by_file = engine.answer_text(user("Bob", community), channel, "daily " + letter(question.answer_index))
     assert isinstance(by_file, AnswerFeedback) and not by_file.correct
     assert by_file.chosen_text == card.choices[question.answer_index]
-    by_text = engine.answer_text(user("Cy"), channel, "daily " + question.choices[question.answer_index].text.upper())
+    by_text = engine.answer_text(user("Cy", community), channel, "daily " + question.choices[question.answer_index].text.upper())
     assert isinstance(by_text, AnswerFeedback) and by_text.correct and by_text.chosen == letter(right)
 
 

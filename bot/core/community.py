@@ -52,8 +52,11 @@ def parse_setting(key: str, value: str | None) -> tuple[str, Any]:
     text = (value or "").strip()
     if not text:
         raise InvalidInput(f"Give a value: /config {key} VALUE.")
-    if key == "channel":
-        return "channel_id", text[:64]
+    if key == "channel":  # "#study" names the channel study: the '#' is how chat writes it
+        channel = text.lstrip("#").strip()
+        if not channel:
+            raise InvalidInput(f"Give a channel's name: /config {key} NAME.")
+        return "channel_id", channel[:64]
     if key == "timezone":
         try:
             ZoneInfo(text)

@@ -15,7 +15,7 @@ from bot.core.bank import Question
 from bot.core.community import CommunityConfig
 from bot.core.engine_base import EngineBase
 from bot.core.records import NewDaily, NewPost
-from bot.core.rounds import daily_key, low_bank_note, new_daily
+from bot.core.rounds import channel_daily_key, daily_key, low_bank_note, new_daily
 from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, QuestionCard
 
 log = logging.getLogger(__name__)
@@ -54,8 +54,14 @@ class DailyBatchMixin(EngineBase):
                 if community is None:  # first use: created with the defaults, as open_daily does
                     community = configs[ref] = self._community(tx, channel)
                 day = scoring.local_date(now, community.timezone).isoformat()
-                asks.append((channel, late, community, day, daily_key(community.id, channel.channel_id, day)))
-            existing = tx.daily_round_ids(key for *_, key in asks)
+                asks.append((channel, late, community, day, daily_key(community.id, day)))
+            legacy = {
+                channel_daily_key(community.id, channel.channel_id, day): key for channel, _, community, day, key in asks
+            }
+            existing = tx.daily_round_ids([*(key for *_, key in asks), *legacy])
+            for old, key in legacy.items():  # a round opened under the per-channel key counts too
+                if old in existing:
+                    existing.setdefault(key, existing[old])
             fresh = {community.id for _, _, community, _, key in asks if key not in existing}
             with_own = tx.with_approved_questions(fresh)
             last_asked = tx.dailies_last_asked(fresh)

@@ -47,8 +47,15 @@ EVENT_MEMORY = timedelta(days=1)
 DAILY_WORD = "daily"
 
 
-def daily_key(community_id: int, channel_id: str, day: str) -> str:
-    """The key a channel's daily round of `day` is opened under, at most once."""
+def daily_key(community_id: int, day: str) -> str:
+    """The key a community's daily round of `day` is opened under, at most once, whatever the
+    channel: moving the channel (or a second channel asking) never opens a second round that day."""
+    return f"{community_id}|{day}"
+
+
+def channel_daily_key(community_id: int, channel_id: str, day: str) -> str:
+    """The key rounds were opened under before it was per community (one per channel): still
+    looked up, so a round opened before the upgrade counts for its day."""
     return f"{community_id}|{channel_id}|{day}"
 
 
@@ -61,7 +68,7 @@ def new_daily(
         channel_id=channel_id,
         question_id=question.id,
         local_date=day,
-        daily_key=daily_key(community.id, channel_id, day),
+        daily_key=daily_key(community.id, day),
         opened_at=now,
         closes_at=now + timedelta(hours=community.window_hours),
         late=late,
@@ -99,8 +106,8 @@ class RoundsMixin(EngineBase):
         with self.store.write() as tx:
             community = self._community(tx, channel)
             day = scoring.local_date(now, community.timezone).isoformat()
-            key = daily_key(community.id, channel.channel_id, day)
-            existing = tx.daily_round_id(key)
+            key = daily_key(community.id, day)
+            existing = tx.daily_round_id(key) or tx.daily_round_id(channel_daily_key(community.id, channel.channel_id, day))
             if existing is not None:
                 return self._already_open(tx, community, existing, day, now)
             question, unasked_left = self._next_daily_question(tx, community)

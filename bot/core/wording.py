@@ -738,6 +738,13 @@ meant for one never spends the other. Add how sure you were (b sure, daily b uns
 or type sure or unsure on the next line. While a queued /demo checkpoint
 invites guesses, guess 1-4 guesses its saving (under 25%, 25-50%, 50-75%, over 75%)."""
 CONSOLE_SAY_WHO = "Say who: /as NAME."
+
+
+def console_one_channel(asked: str, own: str) -> str:
+    """The console refuses a channel it does not have (a made-up one would get rounds nobody sees)."""
+    return f"The console has one channel, #{own}; there is no #{asked} here, so the setting is unchanged."
+
+
 CONSOLE_BYE = "Bye."
 CONSOLE_DEMOS_OFF = "Demos are not enabled in this session."
 

@@ -149,6 +149,16 @@ def _settle(future: asyncio.Future[str | None], line: str | None) -> None:
         future.set_result(line)
 
 
+def own_channel_refused(name: str, rest: str) -> str | None:
+    """The channel a `/config channel X` line asks for when it is not the console's own
+    (the console has one channel), else None."""
+    words = rest.split()
+    if name != "config" or len(words) != 2 or words[0].lower() != "channel":
+        return None
+    asked = words[1].lstrip("#")
+    return None if asked == CHANNEL else asked[:40]
+
+
 class ConsoleApp:
     """One console chat on the Runtime: one community, one channel, a current user."""
 
@@ -295,6 +305,9 @@ class ConsoleApp:
                 messages.append(Message("user", "ask_sure", wording.CONSOLE_ASK_SURE, {"round_id": card.round_id}))
             return messages
         name, rest = commands.split(text)
+        asked_channel = own_channel_refused(name, rest)
+        if asked_channel is not None:
+            return render(Problem(wording.console_one_channel(asked_channel, CHANNEL)))
         match name:
             case "as":
                 if not rest:
