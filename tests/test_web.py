@@ -811,3 +811,19 @@ def test_admin_link_names_its_admin_and_losing_the_right_revokes_it(site: Site) 
     assert again is not None and status(again)[0] == 200
     nobody = site.links.token(club, "kim", admin=True).replace('"u"', "")  # not a token: any change breaks it
     assert status(f"{site.base}/s/{nobody}/admin")[0] == 403
+
+
+def test_page_titles_name_the_bot_once(site: Site) -> None:
+    """The browser tab says the page, then the bot's name once: the home page is the bot's name
+    alone, never 'Checkpoint Study Bot · Checkpoint Study Bot'."""
+    import re
+
+    def title(url: str) -> str:
+        code, html = status(url)
+        assert code == 200
+        found = re.search(r"<title>(.*?)</title>", html, re.S)
+        assert found is not None
+        return found.group(1).strip()
+
+    assert title(f"{site.base}/") == "Checkpoint Study Bot"
+    assert title(f"{site.base}/c/console/open/board?week=2026-W48") == "Leaderboard 2026-W48 · Checkpoint Study Bot"
