@@ -401,3 +401,24 @@ def test_the_web_page_draws_the_timeline_and_the_budget_curve(tmp_path: Path) ->
 def test_an_older_card_with_one_chart_still_shows_it() -> None:
     card = DemoResultCard("demos.checkpoint", "t", ("strategy",), (), (), "/x/chart.png", 1.0)
     assert card.pictures() == (DemoChart("chart", "/x/chart.png"),)
+
+
+def test_the_web_timeline_colours_each_strategy_as_the_png_does_and_keeps_its_label_whole(tmp_path: Path) -> None:
+    """A strategy has one colour in the chat's PNG and on the web page, and the y axis's top
+    label (e.g. '1234.5 MiB') has room beside the axis instead of being cut at the page's edge."""
+    import re
+
+    from demos.chart import COLOURS
+
+    css = (Path(web_charts.__file__).parent / "static" / "style.css").read_text()
+    web = {m[1]: m[2].lower() for m in re.finditer(r"\.strategy-([a-z-]+) \{ stroke: (#[0-9a-fA-F]{6})", css)}
+    assert web == {name: colour.lower() for name, colour in COLOURS.items()}
+    assert web_charts.STRATEGY_CLASSES | {"budget"} == set(COLOURS)
+    card = result_card("demos.checkpoint", result_data(tmp_path), None, 3.0)
+    timeline = web_charts.timeline_chart(card)
+    assert timeline is not None
+    assert [line.css for line in timeline.lines][:2] == ["strategy-none", "strategy-block"]
+    curve = web_charts.budget_chart(card)
+    assert curve is not None and curve.lines[0].css == "strategy-budget"
+    wide = web_charts._axis_left("12345.6 MiB")
+    assert wide - 4 >= web_charts.TICK_CHAR_PX * len("12345.6 MiB")  # the label's width fits left of the axis

@@ -103,6 +103,19 @@ class LineChart:
 
 MIB = 2**20
 MAX_LINES = 8  # colours the stylesheet has
+# The strategies the stylesheet colours as the demo's PNG does (demos/chart.py COLOURS; a test
+# holds the two together), so a line has one colour in the chat's picture and on the page.
+STRATEGY_CLASSES = frozenset({"none", "block", "sqrt", "selective", "selective-attn", "offload"})
+TICK_CHAR_PX = 7.0  # an axis label's width per character at the stylesheet's tick size
+
+
+def _axis_left(top: str, least: float = 48.0) -> float:
+    """Where the y axis sits so that its top label, drawn right-aligned beside it, is not cut."""
+    return max(least, TICK_CHAR_PX * len(top) + 8.0)
+
+
+def _line_class(strategy: str, i: int) -> str:
+    return f"strategy-{strategy}" if strategy in STRATEGY_CLASSES else f"line{i}"
 
 
 def _results(card: DemoResultCard) -> list[dict[str, Any]]:
@@ -120,13 +133,15 @@ def timeline_chart(card: DemoResultCard, width: int = 600, height: int = 240) ->
             continue
         xs, ys = timeline.get("x"), timeline.get("live_bytes")
         if isinstance(xs, list) and isinstance(ys, list) and xs and len(xs) == len(ys):
-            series.append((str(row.get("label") or row.get("strategy")), [float(x) for x in xs], [int(y) for y in ys]))
+            strategy = str(row.get("strategy"))
+            series.append((str(row.get("label") or strategy), strategy, [float(x) for x in xs], [int(y) for y in ys]))
     if not series:
         return None
     series = series[:MAX_LINES]
-    top = max(max(ys) for _, _, ys in series) / MIB or 1.0
-    span = max(max(xs) for _, xs, _ in series) or 1.0
-    left, bottom, right, upper = 48.0, 24.0, 8.0, 10.0
+    top = max(max(ys) for _, _, _, ys in series) / MIB or 1.0
+    span = max(max(xs) for _, _, xs, _ in series) or 1.0
+    top_label = f"{top:.1f} MiB"
+    left, bottom, right, upper = _axis_left(top_label), 24.0, 8.0, 10.0
     plot_w, plot_h = width - left - right, height - bottom - upper
 
     def point(x: float, y: int) -> str:
@@ -136,13 +151,13 @@ def timeline_chart(card: DemoResultCard, width: int = 600, height: int = 240) ->
         Line(
             label,
             " ".join(point(x, y) for x, y in zip(xs, ys, strict=True)),
-            f"line{i}",
+            _line_class(strategy, i),
             f"{label} peak {max(ys) / MIB:.2f} MiB",
         )
-        for i, (label, xs, ys) in enumerate(series)
+        for i, (label, strategy, xs, ys) in enumerate(series)
     )
     marks = ((left + plot_w * 0.5 / span, "forward"), (left + plot_w * 1.5 / span, "backward")) if span >= 2 else ()
-    return LineChart(width, height, left, height - bottom, lines, f"{top:.1f} MiB", marks)
+    return LineChart(width, height, left, height - bottom, lines, top_label, marks)
 
 
 def budget_chart(card: DemoResultCard, width: int = 600, height: int = 240) -> LineChart | None:
@@ -154,18 +169,19 @@ def budget_chart(card: DemoResultCard, width: int = 600, height: int = 240) -> L
     points = [(str(r.get("label") or r.get("strategy")), float(r["step_ms"]), int(r["peak_bytes"])) for r in rows]
     top = max(p for _, _, p in points) / MIB or 1.0
     slowest = max(ms for _, ms, _ in points) or 1.0
-    left, bottom, right, upper = 48.0, 24.0, 8.0, 10.0
+    top_label = f"{top:.1f} MiB"
+    left, bottom, right, upper = _axis_left(top_label), 24.0, 8.0, 10.0
     plot_w, plot_h = width - left - right, height - bottom - upper
 
     def point(ms: float, peak: int) -> str:
         return f"{left + plot_w * ms / slowest:.1f},{height - bottom - plot_h * (peak / MIB) / top:.1f}"
 
     budget = sorted((p for p in points if p[0].startswith("budget")), key=lambda p: p[1])
-    lines = [Line("budget", " ".join(point(ms, peak) for _, ms, peak in budget), "line0", "budget runs")]
+    lines = [Line("budget", " ".join(point(ms, peak) for _, ms, peak in budget), "strategy-budget", "budget runs")]
     lines += [
-        Line(label, point(ms, peak), f"line{i + 1}", f"{label}: {peak / MIB:.2f} MiB in {ms:.1f} ms")
+        Line(label, point(ms, peak), _line_class(label, i + 1), f"{label}: {peak / MIB:.2f} MiB in {ms:.1f} ms")
         for i, (label, ms, peak) in enumerate(p for p in points if not p[0].startswith("budget"))
     ][: MAX_LINES - 1]
     return LineChart(
-        width, height, left, height - bottom, tuple(lines), f"{top:.1f} MiB", ((width - right, f"{slowest:.0f} ms"),)
+        width, height, left, height - bottom, tuple(lines), top_label, ((width - right, f"{slowest:.0f} ms"),)
     )
