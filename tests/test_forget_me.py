@@ -38,8 +38,9 @@ HOLDERS: dict[str, set[str]] = {
     "outbox": {"channel_id"},  # a decision on a member's question is sent to them: their id
     "forgotten_answers": {"user_key"},  # a salted hash only, never the id (deleted at the close)
     "link_versions": {"holder"},  # a salted hash only: the row outlives the forget, revoking old links
+    "slack_views": {"holder"},  # the modals the bot opened: a salted hash of who, kept a day
 }
-HASHED = ("forgotten_answers", "link_versions")  # written by the forget (or a link), never the id
+HASHED = ("forgotten_answers", "link_versions", "slack_views")  # written by the forget (or a link), never the id
 # Tables that hold no member, and why.
 NO_MEMBER: dict[str, str] = {
     "alembic_version": "the schema's version",
@@ -51,8 +52,8 @@ NO_MEMBER: dict[str, str] = {
     "platform_state": "an adapter's own keys (command tree hashes, tokens of the item analysis)",
     "question_ratings": "a question's difficulty",
     "slack_bots": "the workspace's bot installation",
-    # the installer's Slack id and token: the workspace's installation of the app, kept while it
-    # is installed (Bolt's OAuth store); uninstalling the app removes it
+    # Bolt's OAuth store: the workspace's installation (its bot token) is kept while the app is
+    # installed; an installer's id and user token are forgotten with them (a test below)
     "slack_installations": "the app's installation in a workspace",
     "slack_oauth_states": "OAuth state values, minutes long",
 }
@@ -190,3 +191,33 @@ def test_forget_me_removes_a_link_in_the_export_folder_never_its_target(tmp_path
     (folder / "studybot-misses-zed.apkg").symlink_to(target)
     assert anki.remove_saved(folder, "studybot-misses-zed.apkg") is True
     assert target.read_text() == "someone else's file" and not (folder / "studybot-misses-zed.apkg").exists()
+
+
+def test_forget_me_leaves_no_trace_of_a_slack_installer_but_keeps_the_workspaces_bot(
+    engine: StudyEngine, db_url: str
+) -> None:
+    """A member who installed the app in their workspace asks /forget-me: the installation
+    row no longer names them or holds their user token, and the workspace's bot still works."""
+    from slack_sdk.oauth.installation_store import Installation
+    from slack_sdk.oauth.installation_store.sqlalchemy import SQLAlchemyInstallationStore
+
+    zed = UserRef("slack", "T0FORGET", USER_ID, NAME)
+    db = create_engine(db_url)
+    try:
+        store = SQLAlchemyInstallationStore(client_id="cid", engine=db)
+        store.save(
+            Installation(
+                app_id="A1", team_id="T0FORGET", user_id=USER_ID, user_token="xoxp-zeds-own",
+                bot_token="xoxb-the-bot", bot_id="B1", bot_user_id="UBOT",
+            )
+        )
+        engine.answer(zed, engine.quiz(zed, ChannelRef("slack", "T0FORGET", "C1")).round_id, 0)
+        assert any(USER_ID in str(r.values()) for r in rows(db_url, "slack_installations"))
+        assert isinstance(engine.forget_me(zed, confirm=True), Forgotten)
+        for table in tables(db_url):
+            for row in rows(db_url, table):
+                assert USER_ID not in str(row.values()) and "xoxp-zeds-own" not in str(row.values()), table
+        found = store.find_installation(enterprise_id=None, team_id="T0FORGET")
+        assert found is not None and found.bot_token == "xoxb-the-bot" and found.user_token is None
+    finally:
+        db.dispose()

@@ -61,6 +61,7 @@ T = TypeVar("T")
 
 # The PostgreSQL advisory lock key that serializes demo claims (any constant of our own).
 _DEMO_CLAIM_LOCK = 0x5B_DE_30
+FORGOTTEN_INSTALLER = "forgotten"  # what an installation row says of an installer who asked /forget-me
 
 
 def _row_id(value: int | None) -> int:
@@ -200,6 +201,7 @@ class SqlTx(
                     col(Outbox.channel_id) == user_id,
                 )
             )
+            self._forget_slack_installer(community_id, user_id)
         item_stats.forget_member(self.conn, member_id)
         self.conn.execute(delete(Answer).where(col(Answer.member_id) == member_id))
         self.conn.execute(delete(WeeklyPoints).where(col(WeeklyPoints.member_id) == member_id))
@@ -214,6 +216,23 @@ class SqlTx(
         )
         self.conn.execute(update(Suggestion).where(col(Suggestion.member_id) == member_id).values(member_id=None))
         self.conn.execute(delete(Member).where(col(Member.id) == member_id))
+
+    def _forget_slack_installer(self, community_id: int, user_id: str) -> None:
+        """A member who installed the app in their workspace: Bolt's installation row keeps
+        the workspace's bot token (the bot needs it) but no longer names them or holds a user
+        token of theirs. Bolt finds a workspace's installation without a user id."""
+        workspace = self.conn.execute(
+            select(col(Community.external_id)).where(col(Community.id) == community_id, col(Community.platform) == "slack")
+        ).scalar_one_or_none()
+        if workspace is None:
+            return
+        self.conn.execute(
+            text(
+                "UPDATE slack_installations SET user_id = :forgotten, user_token = NULL, user_scopes = NULL, "
+                "user_refresh_token = NULL, user_token_expires_at = NULL WHERE team_id = :team AND user_id = :user"
+            ),
+            {"forgotten": FORGOTTEN_INSTALLER, "team": workspace, "user": user_id},
+        )
 
     # ----------------------------------------------------------------- rounds
 
