@@ -1419,3 +1419,41 @@ async def test_an_answer_click_is_stored_by_the_time_its_http_200_returns(slack:
         stored = [r["user_id"] for r in slack.engine.export_rows(CommunityRef("slack", "T1"))]
         assert who in stored, (who, stored)  # read the moment the 200 arrived, no waiting
     await slack.fake.wait_for("chat.postEphemeral", 8)
+
+
+async def test_slacks_own_http_port_is_hardened_like_the_web_page(
+    slack: Slack, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Slack's own HTTP port (issue 27): a half-sent request is closed after
+    STUDYBOT_WEB_KEEPALIVE_S (aiohttp's default is an hour), the Server header names no version,
+    HSTS is sent behind a TLS proxy, and a malformed request line carrying an OAuth redirect's
+    code and state is logged without them."""
+    caplog.set_level(logging.DEBUG)
+    first = slack.bot._runner
+    slack.settings.web_keepalive_s = 0.5
+    port = await slack.bot.start_http("127.0.0.1", 0)
+    try:
+
+        async def exchange(data: bytes) -> bytes:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(data)
+            await writer.drain()
+            try:
+                return await asyncio.wait_for(reader.read(), 20)  # b"": the server closed it
+            finally:
+                writer.close()
+
+        assert await exchange(b"POST /slack/events HTTP/1.1\r\nHost: x\r\nX-Slow: ") == b""
+        answer = (await exchange(b"GET /nothing HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\n"
+                                 b"Connection: close\r\n\r\n")).decode()
+        assert "\r\nServer: studybot\r\n" in answer and "aiohttp" not in answer
+        assert "Strict-Transport-Security: max-age=" in answer
+        plain = (await exchange(b"GET /nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")).decode()
+        assert "Strict-Transport-Security" not in plain
+        bad = await exchange(b"GET /slack/oauth_redirect?code=SECRETCODE&state=SECRETSTATE HTTP/1.1\x00\r\n\r\n")
+        assert b" 400 " in bad.split(b"\r\n")[0] and b"aiohttp" not in bad
+    finally:
+        await slack.bot._runner.cleanup()
+        slack.bot._runner = first
+    logged = "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
+    assert "SECRETCODE" not in logged and "SECRETSTATE" not in logged

@@ -171,6 +171,9 @@ async def _headers(request: web.Request, handler: Callable[[web.Request], Awaita
     return response
 
 
+security_headers = _headers  # the same headers on every server of the process (Slack's HTTP port too)
+
+
 def _secure(request: web.Request, response: web.StreamResponse) -> None:
     for key, value in HEADERS.items():
         response.headers.setdefault(key, value)

@@ -40,8 +40,10 @@ from bot.platforms.slack.errors import send_failed
 from bot.platforms.slack.gate import gate, same_site
 from bot.platforms.slack.identity import PLATFORM, Identity
 from bot.platforms.slack.listeners import SLACK_REPLY_HOST, Listeners, reply_host
-from bot.platforms.slack.logs import keep_secrets_out
+from bot.platforms.slack.logs import keep_secrets_out, keep_secrets_out_of_http_logs
 from bot.platforms.slack.render import SlackMessage
+from bot.web.app import hide_server_version, security_headers
+from bot.web.links import keep_tokens_out_of_logs
 
 log = logging.getLogger(__name__)
 
@@ -237,9 +239,13 @@ class SlackBot:
 
     async def start_http(self, host: str, port: int) -> int:
         """Serve /slack/events (and /slack/install, /slack/oauth_redirect with OAuth); returns the port."""
-        served = web.Application()
+        hide_server_version()  # aiohttp's own 400s name no version
+        keep_tokens_out_of_logs()  # a malformed request line is logged with its path and query
+        keep_secrets_out_of_http_logs()  # ...which on this port may carry OAuth's code and state
+        served = web.Application(middlewares=[security_headers])  # Server without a version, HSTS behind TLS
         served.add_routes(self._routes())
-        runner = web.AppRunner(served, access_log=None)
+        # a half-sent request (or an idle keep-alive) is closed after the web page's timeout
+        runner = web.AppRunner(served, access_log=None, keepalive_timeout=self.settings.web_keepalive_s)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()

@@ -12,7 +12,10 @@ import re
 
 # slack_sdk, slack_bolt and the logger our AsyncApp is given ("bolt")
 LIBRARIES = ("slack_sdk", "slack_bolt", "slack", "bolt")
-_SECRET = re.compile(r"\b(?:xox[a-z]|xapp|xoxe(?:\.xox[a-z])?)-[A-Za-z0-9-]+|(?<=/s/)[^\s/|>\"'<]+")
+_SECRET = re.compile(
+    r"\b(?:xox[a-z]|xapp|xoxe(?:\.xox[a-z])?)-[A-Za-z0-9-]+|(?<=/s/)[^\s/|>\"'<]+"
+    r"|(?<=[?&]code=)[^\s&\"']+|(?<=[?&]state=)[^\s&\"']+"  # OAuth's redirect: the code and state
+)
 REDACTED = "[redacted]"
 
 
@@ -47,5 +50,17 @@ def keep_secrets_out() -> None:
         logger = logging.getLogger(name)
         if logger.level < logging.INFO and (logger.level != logging.NOTSET or name in LIBRARIES):
             logger.setLevel(logging.INFO)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+
+
+HTTP_LOGGERS = ("aiohttp.server", "aiohttp.access", "aiohttp.web")
+
+
+def keep_secrets_out_of_http_logs() -> None:
+    """Redact what aiohttp logs of a request on Slack's own HTTP port (a malformed request line
+    is logged whole: an OAuth redirect's code and state, a signed link) (idempotent)."""
+    for name in HTTP_LOGGERS:
+        logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
