@@ -3,10 +3,17 @@ the stacked breakdown of the plan's peak. matplotlib only (the Agg backend)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from demos.plan import Plan
+
+class Plan(Protocol):
+    """What the chart reads of demos.plan's Plan (named here so the two modules import one way)."""
+
+    preset: str
+    usable_bytes: int
+    frontier: Sequence[Mapping[str, Any]]
+    breakdown: Mapping[str, int] | None
 
 GIB = 1024**3
 #: The breakdown's parts, bottom to top, and their colours.
