@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 
+import pytest
 import torch
 from torch import nn
 
@@ -242,3 +243,35 @@ def test_chunked_loss_lowers_a_checkpointed_gpt2_peak_more_than_block_changes_ca
     assert whole.peak - chunked.peak > 2 * blocks_at_most  # the chunked loss saves more than that, twice over
     assert chunked.peak < whole.peak / 2
     assert all(n < logits_bytes for n in chunked.at_peak)  # no whole-batch logits left at the new peak
+
+
+def test_gpt2_small_estimate_at_batch_1_peaks_after_the_activations_are_freed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """mem-estimate-peak-in-optimizer-step: the estimate's own trace (fake tensors, CUDA
+    kernels) peaks once every gradient is live, at the end of backward, with the optimizer
+    step reaching (not passing) that level; the peak's temporaries were allocated in
+    backward and no activation is alive at it."""
+    from demos import estimate as E
+    from demos.memory import BACKWARD, FORWARD, OPTIMIZER, LiveTensorMeter
+    from demos.models import PRESETS
+
+    meters: list[LiveTensorMeter] = []
+    exit_ = LiveTensorMeter.__exit__
+
+    def keep(self: LiveTensorMeter, *args: object) -> None:
+        meters.append(self)
+        exit_(self, *args)
+
+    monkeypatch.setattr(LiveTensorMeter, "__exit__", keep)
+    cfg = PRESETS["gpt2-small"]
+    b, _ = E.measure_training_step(cfg, 1, 128, False, fake=True, kernels="cuda")
+    samples = meters[-1]._samples
+    peak = max(live for live, _ in samples)
+    assert {phase for live, phase in samples if live == peak} == {BACKWARD}
+    in_optimizer = max(live for live, phase in samples if phase == OPTIMIZER)
+    assert peak - 1024 < in_optimizer <= peak  # the update comes level, never higher
+    assert b.activations_bytes < 1024 and b.gradients_bytes == b.parameters_bytes
+    wte_grads = 2 * cfg.vocab * cfg.width * 4  # two tied-embedding gradients (+ a scalar or so)
+    assert wte_grads <= b.temporaries_bytes < wte_grads + 1024
+    assert FORWARD in {phase for _, phase in samples}
