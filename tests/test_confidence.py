@@ -5,6 +5,7 @@ the pure rules (grades, button ids, the Brier score)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -53,8 +54,12 @@ def due(card: dict[str, object]) -> datetime:
 
 
 @pytest.fixture
-def chat(engine: StudyEngine) -> Console:
-    return Console(engine, community="club", user="Ann")
+def chat(engine: StudyEngine) -> Iterator[Console]:
+    # closed before the database is disposed: a deliverer left running reads a closed SQLite
+    # connection (a segfault in CI)
+    console = Console(engine, community="club", user="Ann")
+    yield console
+    console.close()
 
 
 def test_confidence_grades_reviews_and_a_confident_miss_comes_back_tomorrow(

@@ -8,6 +8,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,8 +34,12 @@ def only(messages: list[Message], kind: str) -> Message:
 
 
 @pytest.fixture
-def chat(engine: StudyEngine) -> Console:
-    return Console(engine, community="club", user="Ann")
+def chat(engine: StudyEngine) -> Iterator[Console]:
+    # closed before the database is disposed: a deliverer left running reads a closed SQLite
+    # connection (a segfault in CI)
+    console = Console(engine, community="club", user="Ann")
+    yield console
+    console.close()
 
 
 def test_scripted_session_two_users(chat: Console, test_bank: Bank) -> None:

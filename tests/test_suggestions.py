@@ -4,6 +4,7 @@ author, removal, limits, pings, and `studybot questions export` passing `questio
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -86,8 +87,12 @@ def only(messages: list[Message], kind: str) -> Message:
 
 
 @pytest.fixture
-def chat(engine: StudyEngine) -> Console:
-    return Console(engine, community="club", user="Ann")
+def chat(engine: StudyEngine) -> Iterator[Console]:
+    # closed before the database is disposed: a deliverer left running reads a closed SQLite
+    # connection (a segfault in CI)
+    console = Console(engine, community="club", user="Ann")
+    yield console
+    console.close()
 
 
 def test_console_suggestion_end_to_end(chat: Console, engine: StudyEngine, tmp_path: Path) -> None:
