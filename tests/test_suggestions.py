@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.core import suggestions as forms
-from bot.core.bank import Bank
+from bot.core.bank import Bank, Question
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput
 from bot.core.practice import SuggestionPolicy
@@ -70,7 +70,7 @@ def guided(prompt: str = PROMPT, whys: tuple[str, ...] = WHYS) -> list[str]:
     lines = ["/suggest", "fundamentals", "1", prompt]
     for text, why in zip(CHOICES, whys, strict=True):
         lines += [text, why]
-    return [*lines, "done", "A", TRAP, "-", REF]
+    return [*lines, "done", "A", TRAP, "-", "-", REF]
 
 
 def say(chat: Console, lines: list[str]) -> list[Message]:
@@ -96,15 +96,19 @@ def chat(engine: StudyEngine) -> Iterator[Console]:
 
 
 def test_console_suggestion_end_to_end(chat: Console, engine: StudyEngine, tmp_path: Path) -> None:
-    # A bad one first: a why too short is refused with its field, nothing is queued.
-    short = (WHYS[0], "Too short to teach anything.", WHYS[2])
-    refused = only(say(chat, guided(whys=short)), "refused")
+    # A why too short is refused as it is typed, with its field, and asked again; nothing is queued.
+    lines = guided()
+    at = lines.index(WHYS[1])
+    say(chat, lines[:at])
+    answered = chat.handle("Too short to teach anything.")
+    refused = only(answered, "refused")
     assert refused.data["fields"] == ["why_1"]
-    assert "why of choice B" in refused.text and "at least 40" in refused.text
-    assert only(chat.handle("/config suggestions"), "queue").data["waiting"] == 0
+    assert "Why of choice B" in refused.text and "at least 40" in refused.text
+    assert only(answered, "prompt").data["field"] == "why_1"
+    assert engine.suggestion_queue(CLUB).waiting == 0
 
-    # The good one goes to the admins' queue.
-    received = only(say(chat, guided()), "suggestion")
+    # The good why, and the rest: it goes to the admins' queue.
+    received = only(say(chat, lines[at:]), "suggestion")
     number = received.data["suggestion_id"]
     queue = only(chat.handle("/config suggestions"), "queue")
     assert queue.data["items"] == [number]
@@ -191,7 +195,95 @@ def test_a_suggestion_like_a_bank_question_is_refused(engine: StudyEngine, test_
     result = engine.suggest(ANN, HERE, form)
     assert isinstance(result, SuggestionRefused)
     assert [p.field for p in result.problems] == ["prompt"]
-    assert shipped.id in result.problems[0].reason
+    # The member is shown the question they can recognise, never the bank's internal id.
+    reason = result.problems[0].reason
+    assert shipped.id not in reason
+    assert shipped.prompt[:60] in reason and f"topic {shipped.topic}" in reason
+
+
+def near_copy(shipped: Question) -> SuggestionForm:
+    """A form asking nearly what `shipped` asks: its prompt a little reworded, its choices."""
+    return good_form(
+        topic=shipped.topic,
+        prompt="In short: " + shipped.prompt,
+        choices=tuple(c.text for c in shipped.choices),
+        whys=tuple(c.why for c in shipped.choices),
+        correct=chr(ord("A") + (shipped.answer_index or 0)),
+    )
+
+
+def test_a_near_duplicate_names_the_similar_questions_prompt_not_its_id(engine: StudyEngine, test_bank: Bank) -> None:
+    shipped = next(q for q in test_bank.questions if len(q.prompt) < 200)
+    result = engine.suggest(ANN, HERE, near_copy(shipped))
+    assert isinstance(result, SuggestionRefused)
+    near = [p for p in result.problems if p.field == "prompt"]
+    assert near and "nearly" in near[0].reason, result.problems
+    assert shipped.id not in near[0].reason
+    assert shipped.prompt[:60] in near[0].reason and f"topic {shipped.topic}" in near[0].reason
+
+
+def test_console_checks_each_field_as_typed_and_keeps_the_rest(chat: Console, engine: StudyEngine) -> None:
+    """Each bad field is answered with one sentence and asked again at once; the fields typed
+    before it are kept, so the form sent carries every good value typed."""
+
+    def bad_then_good(field: str, bad: str, good: str) -> str:
+        answered = chat.handle(bad)
+        refused = only(answered, "refused")
+        assert refused.data["fields"] == [field], refused
+        assert refused.text.count(".") >= 1 and "\n" not in refused.text
+        assert only(answered, "prompt").data["field"] == field
+        return only(chat.handle(good), "prompt").data["field"]
+
+    chat.handle("/suggest")
+    assert bad_then_good("topic", "cooking", "fundamentals") == "level"
+    assert bad_then_good("level", "7", "1") == "prompt"
+    assert bad_then_good("prompt", "Checkpointing saves memory.", PROMPT) == "choice_0"
+    assert bad_then_good("choice_0", "y" * 81, CHOICES[0]) == "why_0"
+    say(chat, [WHYS[0], CHOICES[1], WHYS[1], CHOICES[2], WHYS[2], "done"])
+    assert bad_then_good("correct", "Z", "A") == "trap"
+    assert only(chat.handle(TRAP), "prompt").data["field"] == "explain"
+    assert only(chat.handle("-"), "prompt").data["field"] == "hint"
+    assert bad_then_good("hint", "Think.", "Think about what the backward pass needs from the forward.") == "refs"
+    received = only(chat.handle(REF), "suggestion")
+    item = engine.suggestion_queue(CLUB).items[0]
+    assert item.suggestion_id == received.data["suggestion_id"]
+    assert item.topic == "fundamentals" and item.difficulty == 1 and item.prompt == PROMPT
+    assert item.choices == CHOICES and item.trap == TRAP
+
+
+def test_a_refused_console_form_keeps_the_draft_and_asks_only_the_refused_field(
+    chat: Console, engine: StudyEngine, test_bank: Bank
+) -> None:
+    # Refused when sent (a near-duplicate): the similar question is named by its prompt and
+    # topic, and the prompt alone is asked again.
+    shipped = next(q for q in test_bank.questions if len(q.prompt) < 200)
+    copy = near_copy(shipped)
+    lines = ["/suggest", copy.topic, "1", copy.prompt]
+    for text, why in zip(copy.choices, copy.whys, strict=True):
+        lines += [text, why]
+    if len(copy.choices) < 5:
+        lines.append("done")
+    out = say(chat, [*lines, copy.correct, TRAP, "-", "-", REF])
+    refused = only(out, "refused")
+    assert "nearly" in refused.text and shipped.prompt[:60] in refused.text and shipped.id not in refused.text
+    assert out[-1].kind == "prompt" and out[-1].data["field"] == "prompt"  # only the refused field, again
+    assert out[-2].kind == "notice" and "kept" in out[-2].text
+    assert engine.suggestion_queue(CLUB).waiting == 0
+    assert only(chat.handle("/cancel"), "notice").text == "Suggestion cancelled; nothing was sent."
+
+    # Refused when sent (the right choice is the longest): choice A alone is asked again, and
+    # once fixed the form goes with everything else that was typed.
+    lines = guided()
+    lines[lines.index(CHOICES[0])] = LONG_RIGHT
+    out = say(chat, lines)
+    refused = only(out, "refused")
+    assert "choice A" in refused.text and "longest" in refused.text
+    assert out[-1].kind == "prompt" and out[-1].data["field"] == "choice_0"
+    assert engine.suggestion_queue(CLUB).waiting == 0
+    received = only(chat.handle(CHOICES[0]), "suggestion")
+    item = engine.suggestion_queue(CLUB).items[0]
+    assert item.suggestion_id == received.data["suggestion_id"]
+    assert item.prompt == PROMPT and item.choices == CHOICES and item.whys == WHYS and item.trap == TRAP
 
 
 def test_pings_are_neutralised() -> None:

@@ -23,6 +23,7 @@ from bot.core.text import clean_name
 from bot.core.values import (
     ChannelRef,
     CommunityRef,
+    FieldProblem,
     NothingDue,
     Notice,
     QuestionCard,
@@ -96,6 +97,15 @@ class PracticeMixin(EngineBase):
         """A member's question from a complete form: checked with the bank's rules (refused
         field by field), then waiting in the admins' queue."""
         return self._submit(user, channel, form, None)
+
+    def suggestion_field(self, user: UserRef, form: SuggestionForm, field: str) -> tuple[FieldProblem, ...]:
+        """The problems of one field of a form being typed (the console's guided prompts ask a
+        field at a time): checked with the bank's rules and against the community's questions,
+        so a bad field is asked again at once and what was typed before it is kept."""
+        with self.store.read() as tx:
+            community = tx.find_community(user.platform, user.community_id)
+            pool = self._pool(tx, community.id) if community is not None else list(self.bank.questions)
+        return forms.field_problems(form, field, pool)
 
     def suggest_continue(
         self, user: UserRef, channel: ChannelRef, draft_id: int, form: SuggestionForm

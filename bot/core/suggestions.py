@@ -70,12 +70,52 @@ def labels(field: str) -> str:
         "correct": "right choice",
         "trap": "trap",
         "explain": "explanation",
+        "hint": "hint",
         "refs": "reference",
     }.get(field, field)
 
 
 def _problem(field: str, reason: str) -> FieldProblem:
     return FieldProblem(field, labels(field), reason)
+
+
+def _shown(question: Question) -> str:
+    """A question of the community as a member can recognise it: its prompt (cut) and topic."""
+    prompt = question.prompt if len(question.prompt) <= 120 else question.prompt[:117].rstrip() + "..."
+    return f'"{prompt}" (topic {question.topic})'
+
+
+def _same_prompt(prompt: str, existing: Sequence[Question]) -> FieldProblem | None:
+    key = rules.normalise(prompt)
+    same = next((q for q in existing if key and rules.normalise(q.prompt) == key), None)
+    if same is None:
+        return None
+    return _problem("prompt", f"the community already has this question: {_shown(same)}; ask a different thing")
+
+
+# The fields in the order the console's guided prompts ask them; a field typed is checked on
+# its own (`field_problems`), the whole form again when it is sent.
+STEPS = ("topic", "level", "prompt", "choice", "why", "correct", "trap", "explain", "hint", "refs")
+
+
+def field_problems(form: SuggestionForm, field: str, existing: Sequence[Question] = ()) -> tuple[FieldProblem, ...]:
+    """The problems of one field just typed (`field`: a FieldProblem key such as `prompt`,
+    `choice_1`, `why_1`, `explain`), judged with what was typed before it; fields not typed
+    yet are not held against it. The trap-or-explanation rule is the explanation's (asked
+    after the trap)."""
+    _, problems = check(form, existing)
+    either = "give the trap (the misconception"
+    if field == "trap":
+        return tuple(p for p in problems if p.field == "trap" and not p.reason.startswith(either))
+    if field == "explain":
+        return tuple(
+            _problem("explain", p.reason) if p.field == "trap" and p.reason.startswith(either) else p
+            for p in problems
+            if p.field == "explain" or (p.field == "trap" and p.reason.startswith(either))
+        )
+    if field == "choices":  # "done": how many choices there are
+        return tuple(p for p in problems if p.field == "choices")
+    return tuple(p for p in problems if p.field == field)
 
 
 def _q(text: str) -> str:
@@ -110,7 +150,7 @@ def check(form: SuggestionForm, existing: Sequence[Question] = ()) -> tuple[Ques
     if answer is None or answer not in [i for i, _, _ in pairs]:
         problems.append(_problem("correct", "say which choice is right by its letter (A-E) or its text"))
         answer = None
-    trap, explain = _clean(form.trap), _clean(form.explain)
+    trap, explain, hint = _clean(form.trap), _clean(form.explain), _clean(form.hint)
     refs = [r for r in (_clean(ref) for ref in form.refs) if r]
     for field, text, limit in (("trap", trap, MAX_TRAP), ("explain", explain, MAX_EXPLAIN)):
         if len(text) > limit:
@@ -148,6 +188,8 @@ def check(form: SuggestionForm, existing: Sequence[Question] = ()) -> tuple[Ques
         lines.append((f"    trap: {_q(trap)}", "trap"))
     if explain:
         lines.append((f"    explain: {_q(explain)}", "explain"))
+    if hint:
+        lines.append((f"    hint: {_q(hint)}", "hint"))
     if refs:
         lines.append(("    refs:", "refs"))
         lines.extend((f"      - {_q(ref)}", "refs") for ref in refs)
@@ -172,6 +214,9 @@ def check(form: SuggestionForm, existing: Sequence[Question] = ()) -> tuple[Ques
         elif reason.startswith("refs must be"):
             reason = "give at least one reference a reader can open (a document's name or a link)"
         problems.append(_problem(field, reason))
+    same = _same_prompt(_clean(form.prompt), existing)
+    if same is not None:
+        problems.append(same)
     if problems or not found:
         return None, _unique(problems)
 
@@ -183,22 +228,17 @@ def check(form: SuggestionForm, existing: Sequence[Question] = ()) -> tuple[Ques
                 "the right choice is the longest one, which gives it away; make a wrong choice at least as long",
             )
         )
-    key = rules.normalise(question.prompt)
-    same = next((q for q in existing if rules.normalise(q.prompt) == key), None)
-    if same is not None:
-        problems.append(_problem("prompt", f"the same prompt is already question {same.id}"))
-    else:
-        candidate = Question(**{**question.__dict__, "id": "suggested-question"})
-        for score, a, b in rules.near_duplicates([*existing, candidate]):
-            other = a if b is candidate else b if a is candidate else None
-            if other is not None:
-                problems.append(
-                    _problem(
-                        "prompt",
-                        f"it asks nearly what question {other.id} asks (similarity {score:.2f}); ask a different thing",
-                    )
+    candidate = Question(**{**question.__dict__, "id": "suggested-question"})  # a same prompt: refused above
+    for _, a, b in rules.near_duplicates([*existing, candidate]):
+        other = a if b is candidate else b if a is candidate else None
+        if other is not None:
+            problems.append(
+                _problem(
+                    "prompt",
+                    f"it asks nearly what the community's question {_shown(other)} asks; ask a different thing",
                 )
-                break
+            )
+            break
     if problems:
         return None, _unique(problems)
     return question, ()
@@ -223,6 +263,7 @@ def to_body(question: Question) -> str:
             "choices": [{"text": c.text, "correct": c.correct, "why": c.why} for c in question.choices],
             "trap": question.trap,
             "explain": question.explain,
+            "hint": question.hint,
             "refs": list(question.refs),
         }
     )
@@ -239,6 +280,7 @@ def from_body(qid: str, topic: str, body: str, source: str = "") -> Question:
         refs=tuple(data["refs"]),
         trap=data.get("trap"),
         explain=data.get("explain"),
+        hint=data.get("hint"),
         source=source,
     )
 
@@ -260,6 +302,8 @@ def dump_yaml(topic: str, questions: Sequence[tuple[Question, str]]) -> str:
             entry["trap"] = question.trap
         if question.explain:
             entry["explain"] = question.explain
+        if question.hint:
+            entry["hint"] = question.hint
         entry["refs"] = list(question.refs)
         entries.append(entry)
     authors = ", ".join(dict.fromkeys(author for _, author in questions))
@@ -281,6 +325,8 @@ def form_body(form: SuggestionForm) -> str:
             "correct": form.correct[:200],
             "whys": [w[:1000] for w in form.whys[:5]],
             "trap": form.trap[:1000],
+            "explain": form.explain[:1000],
+            "hint": form.hint[:1000],
             "refs": [r[:300] for r in form.refs[:5]],
         }
     )
@@ -298,6 +344,8 @@ def draft_form(body: str) -> SuggestionForm:
         whys=tuple(data.get("whys") or ()),
         correct=data["correct"],
         trap=data.get("trap") or "",
+        explain=data.get("explain") or "",
+        hint=data.get("hint") or "",
         refs=tuple(data.get("refs") or ()),
     )
 
@@ -315,4 +363,5 @@ def merge_draft(body: str, rest: SuggestionForm) -> SuggestionForm:
         trap=rest.trap,
         explain=rest.explain,
         refs=rest.refs,
+        hint=rest.hint,
     )

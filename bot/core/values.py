@@ -555,12 +555,13 @@ class SuggestionForm:
     trap: str = ""
     explain: str = ""
     refs: tuple[str, ...] = ()
+    hint: str = ""  # optional: narrows the reasoning before an answer (the bank's `hint:`)
 
 
 @dataclass(frozen=True)
 class FieldProblem:
     """Why one field of a suggestion is refused. `field`: a stable key (topic, level, prompt,
-    choices, correct, choice_0..4, why_0..4, trap, explain, refs) that forms map to their
+    choices, correct, choice_0..4, why_0..4, trap, explain, hint, refs) that forms map to their
     inputs; `label`: how a member names it ("why of choice B")."""
 
     field: str

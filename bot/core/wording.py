@@ -633,8 +633,11 @@ SUGGEST_STEPS = {
     "correct": "Which choice is right? A letter.",
     "trap": "The trap, the misconception that makes people pick wrong (- to skip):",
     "explain": "A general explanation for the reveal (- to skip):",
+    "hint": "A hint shown before an answer, 20 to 200 characters, that does not give the answer away (- to skip):",
     "refs": "A reference a reader can open (a document's name or a link):",
 }
+# The console asks a refused form's fields again, one by one; the rest of what was typed is kept.
+SUGGEST_FIX = "The rest of what you typed is kept: answer again for {fields} and it is sent again (/cancel stops)."
 SUGGEST_DONE_HINT = ", or done"
 SUGGEST_STARTED = "Suggesting a question: answer each prompt (/cancel stops)."
 FORM_EXPIRED = "That form has expired; start again with /suggest."
@@ -643,6 +646,12 @@ SUGGEST_CANCELLED = "Suggestion cancelled; nothing was sent."
 
 def suggestion_refused(problems: Iterable[Any]) -> list[str]:
     return ["Your question was not sent. Please fix:"] + [f"{p.label}: {p.reason}" for p in problems]
+
+
+def suggestion_field_refused(problems: Iterable[Any]) -> str:
+    """One field typed into /suggest's guided prompts, refused: one sentence, then it is asked again."""
+    found = list(problems)
+    return f"{found[0].label[:1].upper()}{found[0].label[1:]}: " + "; ".join(p.reason.rstrip(".") for p in found) + "."
 
 
 def suggestion_received(card: Any) -> str:

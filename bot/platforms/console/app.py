@@ -42,6 +42,7 @@ from bot.core.values import (
     QuestionCard,
     RevealCard,
     SuggestionDecided,
+    SuggestionRefused,
     UserRef,
 )
 from bot.platforms import commands
@@ -356,7 +357,26 @@ class ConsoleApp:
         if text.lower() == "/cancel":
             self.form = None
             return [Message("user", "notice", wording.SUGGEST_CANCELLED, {})]
-        if not form.take(text):
+        field = form.take(text)
+        if field is not None:  # checked as typed: a bad field is asked again, the rest kept
+            problems = await self.runtime.call(self.engine.suggestion_field, self.user, form.value(), field)
+            if isinstance(problems, Problem):
+                return [*render(problems), Message("user", "prompt", form.ask(), {"field": form.field})]
+            if problems:
+                refused = wording.suggestion_field_refused(problems)
+                return [
+                    Message("user", "refused", refused, {"fields": [p.field for p in problems]}),
+                    Message("user", "prompt", form.ask(), {"field": form.field}),
+                ]
+        if not form.advance(field):
             return [Message("user", "prompt", form.ask(), {"field": form.field})]
-        self.form = None
-        return render(await self.runtime.call(self.engine.suggest, self.user, self.channel, form.value()))
+        result = await self.runtime.call(self.engine.suggest, self.user, self.channel, form.value())
+        if not isinstance(result, SuggestionRefused):
+            self.form = None
+            return render(result)
+        fields = form.refused(result.problems)  # the draft is kept: only the refused fields again
+        return [
+            *render(result),
+            Message("user", "notice", wording.SUGGEST_FIX.format(fields=", ".join(fields)), {}),
+            Message("user", "prompt", form.ask(), {"field": form.field}),
+        ]
