@@ -622,8 +622,6 @@ SUGGEST_LABELS = {
     "correct": "Which choice is right (A-E)",
     "whys": "Why each is right or wrong, a line per choice",
     "trap": "Trap: the misconception behind wrong picks",
-    "explain": "Explanation for the reveal (optional)",
-    "hint": "Hint (optional, 20 to 200 characters)",
     "refs": "A reference a reader can open (doc or link)",
 }
 SUGGEST_STEPS = {
