@@ -104,6 +104,8 @@ def sqrt_bumps_fewer_and_taller(report: DemoReport) -> None:
     # 9 layers, 3 segments: checkpoint_sequential leaves the last one unchecked (2 reruns)
     assert _recompute_runs(r["sqrt"]) < _recompute_runs(r["block"])
     assert r["sqrt"].peak_bytes > r["block"].peak_bytes
+    # and it ends forward holding more: the unchecked last segment's activations, whole
+    assert r["sqrt"].saved_bytes > 2 * r["block"].saved_bytes
 
 
 def sqrt_keeps_a_third(report: DemoReport) -> None:
