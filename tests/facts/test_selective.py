@@ -14,6 +14,7 @@ import pytest
 import torch
 from torch.utils.checkpoint import (
     CheckpointPolicy,
+    SelectiveCheckpointContext,
     checkpoint,
     checkpoint_sequential,
     create_selective_checkpoint_contexts,
@@ -103,6 +104,14 @@ def test_op_list_means_must_save_listed_ops() -> None:
         lambda: checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac(save_mm_policy))
     )
     assert as_list == as_fn
+    # Eager SAC stores an output for PREFER_SAVE as for MUST_SAVE, so the run above cannot tell
+    # the two apart; the policy the list stands for can. (It is read from the caching mode's
+    # policy_fn attribute, torch 2.13 checkpoint.py _CachingTorchDispatchMode; if that
+    # private name changes, this test fails and must follow it.)
+    caching_mode, _ = create_selective_checkpoint_contexts([MM])
+    ctx = SelectiveCheckpointContext(is_recompute=False)
+    assert caching_mode.policy_fn(ctx, MM) is CheckpointPolicy.MUST_SAVE
+    assert caching_mode.policy_fn(ctx, torch.ops.aten.relu.default) is CheckpointPolicy.PREFER_RECOMPUTE
 
 
 def test_op_list_needs_overloads_not_packets() -> None:
@@ -144,6 +153,11 @@ def test_sac_region_backpropagates_only_once() -> None:
         y.sum().backward()
     # plain non-reentrant checkpointing allows it with retain_graph=True
     y = checkpoint(two_matmuls, x, use_reentrant=False)
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    # so does a SAC policy that saves nothing: only saved (cached) entries are consumed, which
+    # is why the question says the policy saves the matmul outputs
+    y = checkpoint(two_matmuls, x, use_reentrant=False, context_fn=sac(all_prefer_recompute))
     y.sum().backward(retain_graph=True)
     y.sum().backward()
 
