@@ -213,15 +213,20 @@ class LiveTensorMeter(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return out
 
     # -- analysis ----------------------------------------------------------------
-    def composition_at_peak(self, gradients: list[torch.Tensor]) -> PeakComposition:
-        """Split the peak by allocating phase; gradient storages are counted apart."""
-        grad_serials = {self._serial_of[k] for k in (_storage_key(g) for g in gradients) if k in self._serial_of}
+    def live_bytes_at_peak(self) -> dict[int, int]:
+        """The storages alive at the peak (serial -> bytes), replayed from the events."""
         live: dict[int, int] = {}
         for serial, nbytes in self._events[: self._peak_event + 1]:
             if nbytes > 0:
                 live[serial] = nbytes
             else:
                 live.pop(serial, None)
+        return live
+
+    def composition_at_peak(self, gradients: list[torch.Tensor]) -> PeakComposition:
+        """Split the peak by allocating phase; gradient storages are counted apart."""
+        grad_serials = {self._serial_of[k] for k in (_storage_key(g) for g in gradients) if k in self._serial_of}
+        live = self.live_bytes_at_peak()
         by_phase: dict[str, int] = {}
         grad_bytes = 0
         for serial, nbytes in live.items():

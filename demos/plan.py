@@ -279,13 +279,7 @@ class PlanMeter(LiveTensorMeter):
         return out
 
     def live_at_peak(self) -> list[tuple[int, LiveTensor]]:
-        live: dict[int, int] = {}
-        for serial, nbytes in self._events[: self._peak_event + 1]:
-            if nbytes > 0:
-                live[serial] = nbytes
-            else:
-                live.pop(serial, None)
-        return [(s, self.meta[s]) for s in live if s in self.meta]
+        return [(s, self.meta[s]) for s in self.live_bytes_at_peak() if s in self.meta]
 
 
 @dataclass

@@ -566,22 +566,28 @@ def collect(paths: Sequence[Path], root: Path | None = None, style: bool = True)
     return questions, problems
 
 
-def reviewed_pairs(path: Path, ids: set[str]) -> tuple[set[frozenset[str]], list[str]]:
-    """The pairs of questions/reviewed-pairs.yaml (`- pair: [id-a, id-b]` with a `distinct:`
-    sentence saying what each asks that the other does not), and its problems as path:line."""
-    pairs: set[frozenset[str]] = set()
-    problems: list[str] = []
+def _review_entries(path: Path, form: str) -> tuple[list[yaml.Node], list[str]]:
+    """A reviewers' record file's entries (a YAML list, `form` each), or why it cannot be read
+    as path:line; an empty file has no entries."""
     try:
         root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_LOADER)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         mark = getattr(exc, "problem_mark", None)
-        return pairs, [f"{path}:{mark.line + 1 if mark else 1}: cannot be read as YAML ({exc})"]
+        return [], [f"{path}:{mark.line + 1 if mark else 1}: cannot be read as YAML ({exc})"]
     if root is None:
-        return pairs, problems
+        return [], []
     if not isinstance(root, yaml.SequenceNode):
-        return pairs, [f"{path}:{root.start_mark.line + 1}: must be a list of `- pair: [id-a, id-b]` entries"]
+        return [], [f"{path}:{root.start_mark.line + 1}: must be a list of {form} entries"]
+    return list(root.value), []
+
+
+def reviewed_pairs(path: Path, ids: set[str]) -> tuple[set[frozenset[str]], list[str]]:
+    """The pairs of questions/reviewed-pairs.yaml (`- pair: [id-a, id-b]` with a `distinct:`
+    sentence saying what each asks that the other does not), and its problems as path:line."""
+    pairs: set[frozenset[str]] = set()
+    entries, problems = _review_entries(path, "`- pair: [id-a, id-b]`")
     first: dict[frozenset[str], int] = {}
-    for entry in root.value:
+    for entry in entries:
         line = entry.start_mark.line + 1
         fields = {k.value: v for k, v in entry.value} if isinstance(entry, yaml.MappingNode) else {}
         pair, distinct = fields.get("pair"), fields.get("distinct")
@@ -613,17 +619,8 @@ def reviewed_echoes(path: Path, ids: set[str]) -> tuple[dict[str, frozenset[str]
     names them, `why:` a sentence saying why the echo does not give the key away), by id, and
     the file's problems as path:line."""
     found: dict[str, frozenset[str]] = {}
-    problems: list[str] = []
-    try:
-        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_LOADER)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return found, [f"{path}:{mark.line + 1 if mark else 1}: cannot be read as YAML ({exc})"]
-    if root is None:
-        return found, problems
-    if not isinstance(root, yaml.SequenceNode):
-        return found, [f"{path}:{root.start_mark.line + 1}: must be a list of `- question: id` entries"]
-    for entry in root.value:
+    entries, problems = _review_entries(path, "`- question: id`")
+    for entry in entries:
         line = entry.start_mark.line + 1
         fields = {k.value: v for k, v in entry.value} if isinstance(entry, yaml.MappingNode) else {}
         qnode, wnode, why = fields.get("question"), fields.get("words"), fields.get("why")
