@@ -7,9 +7,11 @@ this, Celery and the demo's own child process."""
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -94,14 +96,13 @@ def runs_on_cuda(args: tuple[str, ...]) -> bool:
     return device == "cuda" or (device == "auto" and Path("/dev/nvidiactl").exists())
 
 
-def _limiter(memory_bytes: int) -> Callable[[], None]:
-    """What the forked child runs before exec: RLIMIT_AS set on itself, so the limit is there
-    before its first instruction (one C call: nothing to import or lock in the child)."""
-    import functools
-    import resource
-
-    limit = address_space_limit(memory_bytes)
-    return functools.partial(resource.setrlimit, resource.RLIMIT_AS, (limit, limit))
+def limited_command(command: list[str], memory_bytes: int) -> list[str]:
+    """`command` started by a shell that first sets its RLIMIT_AS (`ulimit -v`, in KiB) and then
+    execs it, so the limit is there before the demo's first instruction. The fork itself runs no
+    Python: a `preexec_fn` in this threaded process (torch, the bridge's pool) could crash or hang
+    the forked child before exec."""
+    kib = address_space_limit(memory_bytes) // 1024
+    return ["/bin/sh", "-c", f'ulimit -v {kib} && exec "$@"', "demo", *command]
 
 
 # The order a result's charts are shown in, the memory timeline first: bot.core.demo_result's
@@ -193,6 +194,10 @@ def run_demo_process(
             env["STUDYBOT_DEMO_MEMORY_BYTES"] = str(max(0, memory_bytes))
             env.setdefault("MALLOC_ARENA_MAX", "2")  # glibc's arenas would eat the address space
         log.info("running demo: %s", " ".join(command[1:]))
+        if limited and memory_bytes is not None:
+            if shutil.which(python) is None:  # the shell would say so only as exit 127
+                raise DemoFailure(f"The demo worker could not start: {os.strerror(errno.ENOENT)}.", "worker")
+            command = limited_command(command, memory_bytes)
         launched = time.perf_counter()
         try:
             proc = subprocess.Popen(
@@ -203,7 +208,6 @@ def run_demo_process(
                 text=True,
                 env=env,
                 start_new_session=True,  # its own process group: a time-out kills it whole
-                preexec_fn=_limiter(memory_bytes) if limited and memory_bytes is not None else None,
             )
         except OSError as exc:
             raise DemoFailure(f"The demo worker could not start: {exc.strerror}.", "worker") from None
