@@ -188,7 +188,8 @@ def test_a_bad_demo_field_fails_lint_with_its_line(tmp_path: Path) -> None:
     bank = tmp_path / "bank"
     bank.mkdir()
     (bank / "fundamentals.yaml").write_text(text)
-    problems = collect([bank], root=ROOT)[1]
+    # the test bank's reviewed prompt echoes stay behind: its echo flags are not this test's
+    problems = [p for p in collect([bank], root=ROOT)[1] if "echoes the prompt" not in p]
     line = next(i for i, row in enumerate(text.splitlines(), 1) if "warp" in row)
     assert problems == [
         f"{bank / 'fundamentals.yaml'}:{line}: demo 'layers=2 strategies=none,warp': Unknown strategy 'warp'; "

@@ -78,10 +78,14 @@ def test_hf_training_forward_turns_the_cache_off_and_warns() -> None:
     log = io.StringIO()
     handler = logging.StreamHandler(log)
     hf_logging.get_logger("transformers").addHandler(handler)
+    # demos/hf.py (and other tests) quiet transformers to errors for the process: hear warnings here
+    verbosity = hf_logging.get_verbosity()  # type: ignore[no-untyped-call]
+    hf_logging.set_verbosity_warning()  # type: ignore[no-untyped-call]
     try:
         ids = torch.randint(0, 64, (2, 8))
         out = model(ids, labels=ids)
     finally:
+        hf_logging.set_verbosity(verbosity)  # type: ignore[no-untyped-call]
         hf_logging.get_logger("transformers").removeHandler(handler)
     assert out.past_key_values is None
     assert "`use_cache=True` is incompatible with gradient checkpointing. Setting `use_cache=False`." in log.getvalue()
