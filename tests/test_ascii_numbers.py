@@ -67,3 +67,32 @@ def test_the_console_answers_a_superscript_repeat_with_a_sentence(tmp_path: Path
     assert wording.demo_whole_number("repeat", 1, 20, "²") in texts
     assert not any("incident" in t.lower() for t in texts)
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("text", NOT_ASCII)
+def test_discord_ids_in_another_script_are_no_channel(text: str) -> None:
+    """A stored channel or message id is read as ASCII digits: `int("٣")` would post to channel 3."""
+    from bot.platforms.discord import app as discord_app
+    from bot.platforms.discord import commands as discord_commands
+
+    assert discord_app.snowflake(text) is None and discord_app.snowflake("123456789012345678") == 123456789012345678
+    assert discord_commands._CHANNEL.match(f"<#{text}>") is None  # noqa: SLF001 - the pattern /config channel reads
+    assert discord_app._MENTION.search(f"<@{text}>") is None  # noqa: SLF001
+
+
+@pytest.mark.parametrize("text", ["٣", "²", "0,٣"])
+def test_a_shard_list_in_another_script_is_one_sentence_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.setenv("STUDYBOT_DISCORD_SHARD_IDS", text)
+    monkeypatch.setenv("STUDYBOT_DISCORD_SHARD_COUNT", "4")
+    done = run_studybot(tmp_path, ["jobs"])
+    assert done.returncode == 2, done.stderr
+    assert "STUDYBOT_DISCORD_SHARD_IDS" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("args", [["jobs", "--limit", "٣"], ["jobs", "--limit", "²"], ["jobs", "--limit", "0"]])
+def test_cli_number_options_take_ascii_digits_only(tmp_path: Path, args: list[str]) -> None:
+    done = run_studybot(tmp_path, args)
+    assert done.returncode == 2 and "is not a whole number of at least 1 in digits 0-9" in done.stderr
+    assert run_studybot(tmp_path, ["jobs", "--limit", "3"]).returncode == 0

@@ -4,11 +4,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from bot.core.errors import StoreUnavailable
+from bot.store import database
 from bot.store.database import upgrade
 from tests.conftest import run_studybot
 from tests.test_suggestions import guided
@@ -17,7 +21,7 @@ from tests.test_suggestions import guided
 @pytest.fixture
 def club(tmp_path: Path) -> Path:
     """A console community `club` with one approved member's question (the CLI's SQLite file)."""
-    script = "\n".join([*guided(), "/as Boss", "/config approve 1", "/quit"]) + "\n"
+    script = "\n".join(["/as Ann", *guided(), "/as Operator", "/config approve 1", "/quit"]) + "\n"
     chat = run_studybot(tmp_path, ["console", "--community", "club"], stdin=script)
     assert chat.returncode == 0, chat.stderr
     return tmp_path
@@ -65,9 +69,15 @@ def test_a_mistyped_sqlite_url_creates_no_folders(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable, match=r"does not exist: create it, or correct STUDYBOT_DATABASE_URL"):
         upgrade(f"sqlite:///{typo}")
     assert not (tmp_path / "dta").exists()
-    # the CLI says it in one sentence and creates nothing either
-    done = run_studybot(tmp_path, ["questions", "stats"])  # the CLI's own database path is fine
-    assert done.returncode == 0, done.stderr
+    # the CLI says it in one sentence, exit 2, and creates nothing either
+    env = {**os.environ, "STUDYBOT_DATABASE_URL": f"sqlite:///{typo}"}
+    for args in (["db", "upgrade"], ["jobs"], ["run", "console"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "bot", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+        )
+        assert done.returncode == 2, (args, done.stderr)
+        assert "does not exist: create it, or correct STUDYBOT_DATABASE_URL" in done.stderr, args
+        assert "Traceback" not in done.stderr and not (tmp_path / "dta").exists(), args
 
 
 def test_the_default_sqlite_path_gets_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,3 +88,8 @@ def test_the_default_sqlite_path_gets_its_folder(tmp_path: Path, monkeypatch: py
     existing.mkdir()
     upgrade(f"sqlite:///{existing / 'other.db'}")  # an existing folder is used as it is
     assert (existing / "other.db").is_file()
+    # a documented default whose folder is missing (the image's /data, here under tmp_path) gets it
+    image_default = tmp_path / "volume" / "studybot.db"
+    monkeypatch.setattr(database, "DEFAULT_SQLITE_PATHS", ("studybot.db", str(image_default)))
+    upgrade(f"sqlite:///{image_default}")
+    assert image_default.is_file()

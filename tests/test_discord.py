@@ -910,7 +910,9 @@ async def test_server_error_on_posting_is_retried_by_the_outbox(world: World) ->
         other = rf"/channels/{world.other_channel}/messages"
         fake.failures.append(("POST", re.compile(other), 500))  # discord.py retries a 500 after a second
         await world.slash("config", ADMIN, admin=True, setting="channel", value=f"<#{world.other_channel}>")
-        await world.slash("config", ADMIN, admin=True, setting="post-now")
+        world.clock.advance(hours=24)  # one daily round a community a day: the next day's, in the new channel
+        opened = await world.slash("config", ADMIN, admin=True, setting="post-now")
+        assert "is open" in text_of(opened)
         await fake.wait_for(lambda: fake.posts(world.other_channel), timeout=15)
         await running.runtime.deliver_now("discord")
         assert [c.status for c in fake.requests("POST", other)] == [500, 200]
@@ -1101,3 +1103,30 @@ async def test_queue_note_and_reject_by_buttons_tell_the_author(world: World) ->
     finally:
         await running.stop()
     assert fake.violations == []
+
+
+async def test_a_debug_run_never_writes_an_interaction_token_or_a_signed_link(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """discord.py at DEBUG logs each request's URL and body (an interaction's callback URL holds
+    its token, a /score reply a signed link) and each gateway event (the interaction's token):
+    with the process at DEBUG, none of them reaches the log."""
+    from tests.test_command_parity import SignedLinks
+
+    caplog.set_level(logging.DEBUG)  # the whole process at DEBUG, as STUDYBOT_LOG_LEVEL=DEBUG sets it
+    running = await world.start()
+    running.engine.links = SignedLinks()
+    try:
+        quiz = await world.slash("quiz", ALICE)
+        await world.fake.answered(await world.fake.click(quiz["id"], buttons(quiz)[0]["custom_id"], ALICE))
+        score = await world.slash("score", ALICE)
+        assert f"/s/member-{ALICE['id']}/me" in text_of(score)  # the link was sent
+    finally:
+        await running.stop()
+    tokens = [i.token for i in world.fake.interactions.values()]
+    assert len(tokens) >= 3
+    # the fake Discord's own server logs its requests through aiohttp.access: Discord's side, not ours
+    ours = [r for r in caplog.records if not r.name.startswith(("tests.", "aiohttp.access"))]
+    assert any(r.name.startswith("discord") for r in ours)  # discord.py did log
+    text = "\n".join(r.getMessage() for r in ours)
+    assert not [t for t in tokens if t in text] and f"member-{ALICE['id']}" not in text

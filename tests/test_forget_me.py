@@ -207,8 +207,13 @@ def test_forget_me_leaves_no_trace_of_a_slack_installer_but_keeps_the_workspaces
         store = SQLAlchemyInstallationStore(client_id="cid", engine=db)
         store.save(
             Installation(
-                app_id="A1", team_id="T0FORGET", user_id=USER_ID, user_token="xoxp-zeds-own",
-                bot_token="xoxb-the-bot", bot_id="B1", bot_user_id="UBOT",
+                app_id="A1",
+                team_id="T0FORGET",
+                user_id=USER_ID,
+                user_token="xoxp-zeds-own",
+                bot_token="xoxb-the-bot",
+                bot_id="B1",
+                bot_user_id="UBOT",
             )
         )
         engine.answer(zed, engine.quiz(zed, ChannelRef("slack", "T0FORGET", "C1")).round_id, 0)
@@ -221,3 +226,15 @@ def test_forget_me_leaves_no_trace_of_a_slack_installer_but_keeps_the_workspaces
         assert found is not None and found.bot_token == "xoxb-the-bot" and found.user_token is None
     finally:
         db.dispose()
+
+
+def test_forget_me_forgets_someone_who_only_asked_for_demos(engine: StudyEngine, db_url: str) -> None:
+    """A member who never answered has no member row: their demo jobs still lose their id and name."""
+    engine.demos = DemoPolicy(cooldown_s=0)
+    engine.request_demo(ZED, CH, "checkpoint layers=2 tokens=64 width=16 repeat=1 strategies=none,block")
+    assert [job.user_name for job in engine.demo_jobs()] == [NAME]
+    assert isinstance(engine.forget_me(ZED, confirm=True), Forgotten)
+    for row in rows(db_url, "demo_jobs"):
+        assert USER_ID not in str(row["user_id"]) and NAME not in str(row["user_name"])
+    [job] = engine.demo_jobs()
+    assert job.user_name == FORGOTTEN_MEMBER and job.user_id == ""

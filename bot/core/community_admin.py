@@ -67,7 +67,9 @@ class CommunityAdminMixin(EngineBase):
             if member_id is not None:
                 tx.mark_forgotten(tx.open_daily_answered_by(member_id, now), self._forget_key(user))
                 tx.delete_member(member_id, wording.FORGOTTEN_MEMBER)
-            if community is not None:  # every link they were sent stops opening
+            if community is not None:  # someone who only asked for demos has no member row
+                tx.forget_user(community.id, user.user_id, wording.FORGOTTEN_MEMBER)
+                # every link they were sent stops opening
                 self._revoke_links(tx, community.id, user, ("member", "admin"))
         log.info("forgot a member of %s/%s (%s answers)", user.platform, user.community_id, answers)
         return Forgotten(user=name, answers_deleted=answers)

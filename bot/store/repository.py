@@ -35,8 +35,8 @@ from bot.store.dailies import DailyBatchQueries
 from bot.store.database import Database, insert_ignoring
 from bot.store.group import GroupCommit
 from bot.store.guesses import GuessQueries
-from bot.store.slack_views import SlackViewQueries
 from bot.store.item_stats import ItemStatsQueries
+from bot.store.slack_views import SlackViewQueries
 from bot.store.streak_repair import StreakRepairQueries
 from bot.store.tables import (
     Answer,
@@ -115,9 +115,7 @@ class SqlStore:
         return self.group.run(lambda conn: unit(SqlTx(conn)))
 
 
-class SqlTx(
-    ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQueries, DailyBatchQueries, SlackViewQueries
-):
+class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQueries, DailyBatchQueries, SlackViewQueries):
     """One transaction's queries."""
 
     def __init__(self, conn: Connection) -> None:
@@ -180,28 +178,34 @@ class SqlTx(
     def points_total(self, member_id: int) -> int:
         return int(self.conn.execute(select(col(Member.points_total)).where(col(Member.id) == member_id)).scalar_one())
 
+    def forget_user(self, community_id: int, user_id: str, forgotten_name: str = "") -> None:
+        """What is stored under a person's platform id rather than a member row (/forget-me,
+        also for someone who never answered): their demo jobs stay for the community's history
+        with no id and `forgotten_name`, their decision messages go from the outbox, and a Slack
+        installation no longer names them."""
+        self.conn.execute(
+            update(DemoJob)
+            .where(col(DemoJob.community_id) == community_id, col(DemoJob.user_id) == user_id)
+            .values(user_id="", user_name=forgotten_name[:80])
+        )
+        self.conn.execute(  # a decision on their question is sent to them: its channel is their id
+            delete(Outbox).where(
+                col(Outbox.community_id) == community_id,
+                col(Outbox.kind) == "decision",
+                col(Outbox.channel_id) == user_id,
+            )
+        )
+        self._forget_slack_installer(community_id, user_id)
+
     def delete_member(self, member_id: int, forgotten_name: str = "") -> None:
-        """Everything stored about a member (/forget-me): their rows go, their demo jobs stay
-        for the community's history with no id and `forgotten_name`, their decision messages
-        go from the outbox. tests/test_forget_me.py walks every table and column so none is missed."""
+        """Everything stored about a member (/forget-me): their rows go, and what is stored
+        under their platform id (`forget_user`). tests/test_forget_me.py walks every table and
+        column so none is missed."""
         who = self.conn.execute(
             select(col(Member.community_id), col(Member.user_id)).where(col(Member.id) == member_id)
         ).first()
         if who is not None:
-            community_id, user_id = who
-            self.conn.execute(
-                update(DemoJob)
-                .where(col(DemoJob.community_id) == community_id, col(DemoJob.user_id) == user_id)
-                .values(user_id="", user_name=forgotten_name[:80])
-            )
-            self.conn.execute(  # a decision on their question is sent to them: its channel is their id
-                delete(Outbox).where(
-                    col(Outbox.community_id) == community_id,
-                    col(Outbox.kind) == "decision",
-                    col(Outbox.channel_id) == user_id,
-                )
-            )
-            self._forget_slack_installer(community_id, user_id)
+            self.forget_user(who[0], who[1], forgotten_name)
         item_stats.forget_member(self.conn, member_id)
         self.conn.execute(delete(Answer).where(col(Answer.member_id) == member_id))
         self.conn.execute(delete(WeeklyPoints).where(col(WeeklyPoints.member_id) == member_id))
@@ -222,7 +226,9 @@ class SqlTx(
         the workspace's bot token (the bot needs it) but no longer names them or holds a user
         token of theirs. Bolt finds a workspace's installation without a user id."""
         workspace = self.conn.execute(
-            select(col(Community.external_id)).where(col(Community.id) == community_id, col(Community.platform) == "slack")
+            select(col(Community.external_id)).where(
+                col(Community.id) == community_id, col(Community.platform) == "slack"
+            )
         ).scalar_one_or_none()
         if workspace is None:
             return

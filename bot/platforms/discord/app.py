@@ -41,6 +41,7 @@ from bot.core.confidence import CONFIDENCE_PREFIX, decode_confidence
 from bot.core.demo_request import DEMO_BUTTON_PREFIX, decode_demo_button
 from bot.core.errors import SendFailed
 from bot.core.guesses import GUESS_PREFIX, decode_guess
+from bot.core.numbers import ascii_int
 from bot.core.practice import QUEUE_PREFIX, RETRY_PREFIX, SUGGEST_PREFIX, decode_decision, decode_draft
 from bot.core.scope import ShardsOf
 from bot.core.values import (
@@ -61,6 +62,7 @@ from bot.core.values import (
 )
 from bot.platforms.discord import render as layout
 from bot.platforms.discord.commands import register
+from bot.platforms.discord.logs import keep_secrets_out
 from bot.platforms.discord.views import ID_PREFIX
 from bot.platforms.in_flight import InFlight
 from bot.platforms.runtime import Runtime
@@ -72,8 +74,14 @@ DEFAULT_API = "https://discord.com/api/v10"
 ACK_WITHIN_S = 2.0  # defer an interaction whose engine call is still running after this
 SETTLE_ON_CLOSE_S = 5.0  # how long a stop waits for the interactions being answered
 READY_WAIT_S = 30.0
-_MENTION = re.compile(r"<@!?(\d+)>")
-_CHANNEL = re.compile(r"^<#(\d+)>$")
+_MENTION = re.compile(r"<@!?([0-9]+)>")  # ASCII digits: \d takes any script's
+_CHANNEL = re.compile(r"^<#([0-9]+)>$")
+
+
+def snowflake(text: str) -> int | None:
+    """A Discord id as the bot stores it (ASCII digits, at most 20), else None: `str.isdigit`
+    is true for other scripts' digits, which `int` would read as another channel's id."""
+    return ascii_int(text, 20)
 
 
 def send_failure(exc: BaseException) -> SendFailed:
@@ -588,7 +596,7 @@ class DiscordApp:
     async def send(self, channel: ChannelRef, card: Posted) -> str:
         """Post a card the engine queued; the message id is its reference."""
         await self.wait_ready()
-        if not channel.channel_id.isdigit():
+        if snowflake(channel.channel_id) is None:
             raise SendFailed(f"'{channel.channel_id[:40]}' is not a Discord channel id", permanent=True)
         if isinstance(card, SuggestionDecided):  # to its author: channel_id is their user id
             return await self.tell_author(int(channel.channel_id), card)
@@ -603,7 +611,7 @@ class DiscordApp:
             message = await target.send(**reply.kwargs())
         except Exception as exc:
             raise send_failure(exc) from exc
-        if isinstance(card, RevealCard) and card.question_ref and card.question_ref.isdigit():
+        if isinstance(card, RevealCard) and snowflake(card.question_ref or "") is not None:
             await self.edit_question(target, card)
         return str(message.id)
 
@@ -626,10 +634,11 @@ class DiscordApp:
             log.warning("editing the question of round %s failed", card.round_id, exc_info=True)
 
     async def show_progress(self, card: DemoProgressCard) -> None:
-        if not card.message_ref or not card.message_ref.isdigit() or not card.channel.channel_id.isdigit():
+        message, channel = snowflake(card.message_ref or ""), snowflake(card.channel.channel_id)
+        if message is None or channel is None:
             return
-        target = self.bot.get_partial_messageable(int(card.channel.channel_id))
-        await target.get_partial_message(int(card.message_ref)).edit(**layout.demo_progress(card).kwargs())
+        target = self.bot.get_partial_messageable(channel)
+        await target.get_partial_message(message).edit(**layout.demo_progress(card).kwargs())
 
     async def demo_posted(self, interaction: discord.Interaction[Any], result: object) -> None:
         """After /demo answered with the queued message: tell the engine that message's id, so
@@ -680,6 +689,7 @@ def build_bot(settings: Settings, runtime: Runtime | None = None) -> StudyBot:
 
         runtime = Runtime(build_engine(settings), (PLATFORM,), settings.bridge_threads)
     discord.http.Route.BASE = settings.discord_api_url.rstrip("/")
+    keep_secrets_out()  # discord.py at DEBUG logs interaction tokens and message bodies
     options: dict[str, Any] = {
         "command_prefix": commands.when_mentioned,
         "intents": bot_intents(),

@@ -21,7 +21,7 @@ from bot.platforms.discord import render as layout
 from bot.platforms.discord.render import PLATFORM
 
 Choice = app_commands.Choice
-_CHANNEL = re.compile(r"^<#(\d+)>$")
+_CHANNEL = re.compile(r"^<#([0-9]+)>$")  # ASCII digits: \d takes any scripts
 SETTINGS = ("show", "channel", "time", "timezone", "window", "topics", "pause", "resume", "post-now", "web")
 # The members' questions: the queue (decided by its buttons), or by number (`value`: N [NOTE]), and
 # `remove` with a question id.

@@ -11,6 +11,7 @@ import urllib.error
 
 from bot.checks import Check, JsonHttp, secret_value
 from bot.config import Settings
+from bot.core.numbers import ascii_int
 from bot.platforms.discord import app as discord_app
 
 # The permissions the README's invite link asks for (permissions=117760).
@@ -46,7 +47,7 @@ def token_problem(token: str) -> str | None:
         user_id = base64.urlsafe_b64decode(parts[0] + "=" * (-len(parts[0]) % 4)).decode("ascii")
     except (binascii.Error, UnicodeDecodeError, ValueError):
         user_id = ""
-    if not user_id.isdigit() or len(parts[2]) < 20:
+    if ascii_int(user_id, 20) is None or len(parts[2]) < 20:
         return "DISCORD_TOKEN is not shaped like a bot token (its first part is not a bot's id)"
     return None
 

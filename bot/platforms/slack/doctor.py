@@ -51,7 +51,7 @@ def check_tokens(settings: Settings) -> Check | None:
                 "copy it again from Basic Information -> Signing Secret",
             )
         )
-    if client_id is not None and not re.fullmatch(r"\d+\.\d+", client_id):
+    if client_id is not None and not re.fullmatch(r"[0-9]+\.[0-9]+", client_id):
         warns.append(
             ("SLACK_CLIENT_ID is not shaped like 123.456", "copy it from Basic Information -> App Credentials")
         )

@@ -71,7 +71,7 @@ COMMANDS = tuple(slack for slack, name in TABLE_NAMES.items() if commands.lookup
 EVENTS = ("message", "app_home_opened", "app_uninstalled", "tokens_revoked")
 _CHANNEL_MENTION = re.compile(r"^<#([CGD][A-Z0-9]{1,30})(\|[^>]*)?>$")
 _QUEUE_BUTTON = re.compile("^" + re.escape(QUEUE_PREFIX))
-_NOTE_VIEW = re.compile("^" + re.escape(QUEUE_PREFIX) + r"\d+:note$")
+_NOTE_VIEW = re.compile("^" + re.escape(QUEUE_PREFIX) + r"[0-9]+:note$")
 # Slack waits 3 s for a modal's answer; an engine answer later than this closes the modal
 # and goes to the member's messages with the app instead.
 ACK_WITHIN = 2.5
