@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -33,6 +34,7 @@ from bot.core.engine import StudyEngine
 from bot.core.errors import BankError, StoreUnavailable, StudyBotError
 from bot.core.item_analysis import MIN_ANSWERS
 from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, Posted, QuestionCard, RevealCard
+from bot.core.wording import CONSOLE_OPERATOR
 from bot.settings_problems import SettingsError, load_settings
 from bot.store.database import Database, head_revision, safe_url, schema_revision, upgrade
 from bot.wiring import build_engine
@@ -63,6 +65,21 @@ app.add_typer(fsrs_app, name="fsrs")
 
 
 PLATFORMS = ("console", "discord", "slack")
+
+
+def ascii_whole(low: int) -> Callable[[object], int]:
+    """The parser of a whole-number option in ASCII digits, at least `low`: click's own int()
+    also reads other scripts' digits (`--limit ٣` was 3)."""
+
+    def parse(value: object) -> int:
+        from bot.core.numbers import ascii_int
+
+        number = value if isinstance(value, int) else ascii_int(str(value).strip())
+        if number is None or number < low:
+            raise typer.BadParameter(f"{str(value)[:20]!r} is not a whole number of at least {low} in digits 0-9.")
+        return number
+
+    return parse
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -147,7 +164,9 @@ def root(
 
 @app.command()
 def console(
-    user: Annotated[str, typer.Option(help="Who you are in the chat.")] = "you",
+    user: Annotated[
+        str, typer.Option(help="Who you are in the chat: the operator, who changes settings.")
+    ] = CONSOLE_OPERATOR,
     community: Annotated[str, typer.Option(help="The community (like a Discord server).")] = "local",
     jsonl: Annotated[
         bool, typer.Option("--jsonl", help="Print every bot message as one JSON object per line.")
@@ -161,6 +180,8 @@ def console(
     from bot.platforms.launch import LaunchError, serve
 
     settings = Settings()
+    if "demo_cooldown_s" not in settings.model_fields_set:  # one person at a terminal: nobody to share with
+        settings = settings.model_copy(update={"demo_cooldown_s": 0.0})
     setup_logging(settings, quiet=True)
     engine = _engine_or_exit(settings)
     if isinstance(sys.stdin, io.TextIOWrapper):  # undecodable bytes become U+FFFD, not a crash
@@ -187,7 +208,10 @@ def run(
     ] = None,
     port: Annotated[
         int | None,
-        typer.Option(help="Slack over HTTP (no SLACK_APP_TOKEN): serve /slack/events on this port (STUDYBOT_PORT)."),
+        typer.Option(
+            parser=ascii_whole(1),
+            help="Slack over HTTP (no SLACK_APP_TOKEN): serve /slack/events on this port (STUDYBOT_PORT).",
+        ),
     ] = None,
 ) -> None:
     """Start the platforms whose tokens are set (all in one process); with none, the console chat."""
@@ -230,12 +254,14 @@ def run(
             "Starting the console chat.",
             err=True,
         )
-    console(user="you", community="local", jsonl=False, schedule=True)
+    console(user=CONSOLE_OPERATOR, community="local", jsonl=False, schedule=True)
 
 
 @app.command()
 def web(
-    port: Annotated[int | None, typer.Option(help="The port (default STUDYBOT_WEB_PORT, else 8080).")] = None,
+    port: Annotated[
+        int | None, typer.Option(parser=ascii_whole(1), help="The port (default STUDYBOT_WEB_PORT, else 8080).")
+    ] = None,
 ) -> None:
     """Serve the study web page alone (`studybot run` serves it too when STUDYBOT_WEB_PORT is set)."""
     from bot.platforms.launch import LaunchError, port_problem
@@ -427,7 +453,7 @@ def questions_analysis(
     community: Annotated[str | None, typer.Option(help="Only this community id (default: all).")] = None,
     platform: Annotated[str | None, typer.Option(help="Only this platform (console, discord, slack).")] = None,
     min_answers: Annotated[
-        int, typer.Option(min=1, help="Answers a question needs before it is flagged.")
+        int, typer.Option(parser=ascii_whole(1), help="Answers a question needs before it is flagged.")
     ] = MIN_ANSWERS,
     flagged: Annotated[bool, typer.Option("--flagged", help="Only flagged questions.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
@@ -494,7 +520,11 @@ def questions_analysis(
             json.dumps(
                 [
                     {f: getattr(s, f) for f in fields}
-                    | {"suspect_choice": s.suspect_choice, "dead_choices": s.dead_choices, "notes": s.describe(texts(s))}
+                    | {
+                        "suspect_choice": s.suspect_choice,
+                        "dead_choices": s.dead_choices,
+                        "notes": s.describe(texts(s)),
+                    }
                     for s in items
                 ],
                 indent=2,
@@ -666,7 +696,7 @@ def fsrs_fit(
 @app.command()
 def worker(
     queues: Annotated[str, typer.Option(help="Comma-separated Celery queues to take demos from.")] = "demos",
-    concurrency: Annotated[int, typer.Option(help="Demos this worker runs at once.")] = 1,
+    concurrency: Annotated[int, typer.Option(parser=ascii_whole(1), help="Demos this worker runs at once.")] = 1,
 ) -> None:
     """Run a Celery worker that takes demo jobs from Redis (on a GPU host: pip install '.[demo]')."""
     from bot.worker import make_app
@@ -681,7 +711,7 @@ def worker(
 
 @app.command()
 def jobs(
-    limit: Annotated[int, typer.Option(help="How many of the newest jobs.")] = 20,
+    limit: Annotated[int, typer.Option(parser=ascii_whole(1), help="How many of the newest jobs.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """List the newest demo jobs: who asked where, state, times, error."""

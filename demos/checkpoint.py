@@ -502,6 +502,11 @@ def measure_strategy(
     return result, grads
 
 
+def _counted(number: int, noun: str) -> str:
+    """'1 segment', '3 segments' (demos/ stands alone: bot.core.wording.counted's twin)."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def theory_for(layers: int, none_saved: int, input_bytes: int) -> Theory:
     """O(N) against O(sqrt N), from the per-layer activation a = saved(none) / N."""
     a = none_saved // max(layers, 1)
@@ -517,7 +522,7 @@ def theory_for(layers: int, none_saved: int, input_bytes: int) -> Theory:
     text = (
         f"Theory (activations only, a = {a / MIB:.2f} MiB per layer, b = {b / MIB:.2f} "
         f"MiB per layer input): none keeps N*a = {predicted['none'] / MIB:.1f} MiB, O(N); "
-        f"sqrt with {k} segments keeps {k - 1} inputs plus one {max(chunk, last)}-layer "
+        f"sqrt with {_counted(k, 'segment')} keeps {_counted(k - 1, 'input')} plus one {max(chunk, last)}-layer "
         f"segment = {predicted['sqrt'] / MIB:.1f} MiB, O(sqrt N); block keeps N inputs "
         f"plus one layer = {predicted['block'] / MIB:.1f} MiB."
     )

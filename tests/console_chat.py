@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from bot.config import Settings
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, UserRef
+from bot.core.wording import CONSOLE_OPERATOR
 from bot.jobs import DemoJobRunner, LocalBackend
 from bot.platforms.console import ConsoleApp, ConsoleOptions, Message
 from bot.platforms.launch import serve
@@ -43,7 +44,7 @@ class Console:
         self,
         engine: StudyEngine,
         community: str = "local",
-        user: str = "you",
+        user: str = CONSOLE_OPERATOR,
         schedule: bool = False,
         demos: Path | None = None,
     ) -> None:

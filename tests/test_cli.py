@@ -174,9 +174,10 @@ def test_help_texts_show_the_demos_real_defaults_and_the_cli_takes_chats_bounds(
         "the text-command table": BY_NAME["demo"].usage,
         "the Slack manifest": demo_hint,
         "docs/commands.md": commands_doc,
+        "the demo usage sentence": wording.DEMO_USAGE,
     }
     for where, text in texts.items():
-        assert real in text, where
+        assert real in text or where == "the demo usage sentence", where
         if where != "docs/commands.md":  # the preset is optional (gpt2-small): no help shows it as needed
             assert "estimate preset=" not in text, where
     assert "| `/demo estimate [preset=gpt2-small " in commands_doc

@@ -10,13 +10,20 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from bot.config import ROOT
 from tests.conftest import run_studybot
 
 
 def make_dry_run(target: str, venv: Path) -> list[str]:
     done = subprocess.run(
-        ["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+        ["make", "--no-print-directory", "-n", target, f"VENV={venv}"],  # under `make test` too: no "make[1]:" lines
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     return done.stdout.splitlines()
 
@@ -57,3 +64,27 @@ def test_the_newcomers_path_from_the_readme_to_a_first_answer(tmp_path: Path) ->
         "STUDYBOT_TIMEZONE=Mars/Base is not valid: it must be an IANA time zone such as UTC or Europe/Berlin.\n"
     )
     assert bad.stdout == ""
+
+
+TINY_DEMO = "/demo checkpoint layers=1 tokens=8 width=8 repeat=1 strategies=none"
+COOLDOWN = "one per member every"
+
+
+def test_the_one_person_console_has_no_demo_cooldown_unless_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two demos in a row in the console both run (nobody shares its worker); an operator who
+    sets STUDYBOT_DEMO_COOLDOWN_S gets it, and a bad request inside the cooldown still gets its
+    own sentence, not the cooldown's."""
+    monkeypatch.delenv("STUDYBOT_DEMO_COOLDOWN_S", raising=False)
+    (tmp_path / "free").mkdir()
+    (tmp_path / "held").mkdir()
+    free = run_studybot(tmp_path / "free", ["console", "--no-schedule"], stdin=f"{TINY_DEMO}\n{TINY_DEMO}\n")
+    assert free.returncode == 0, free.stderr
+    assert COOLDOWN not in free.stdout and free.stdout.count("Checkpoint demo on") == 2, free.stdout
+    monkeypatch.setenv("STUDYBOT_DEMO_COOLDOWN_S", "600")
+    script = f"{TINY_DEMO}\n{TINY_DEMO}\n/demo checkpoint layers=abc\n"
+    held = run_studybot(tmp_path / "held", ["console", "--no-schedule"], stdin=script)
+    assert held.returncode == 0, held.stderr
+    assert held.stdout.count(COOLDOWN) == 1, held.stdout
+    assert "layers must be a whole number" in held.stdout, held.stdout

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.core import suggestions as forms
+from bot.core import wording
 from bot.core.bank import Bank, Question
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput
@@ -90,7 +91,8 @@ def only(messages: list[Message], kind: str) -> Message:
 def chat(engine: StudyEngine) -> Iterator[Console]:
     # closed before the database is disposed: a deliverer left running reads a closed SQLite
     # connection (a segfault in CI)
-    console = Console(engine, community="club", user="Ann")
+    console = Console(engine, community="club", user="Boss")  # Boss, the operator, configures
+    console.handle("/as Ann")  # Ann, a member, writes the questions
     yield console
     console.close()
 
@@ -110,12 +112,14 @@ def test_console_suggestion_end_to_end(chat: Console, engine: StudyEngine, tmp_p
     # The good why, and the rest: it goes to the admins' queue.
     received = only(say(chat, lines[at:]), "suggestion")
     number = received.data["suggestion_id"]
+    # Its author cannot approve it; the console's operator does, and the author is told.
+    refused = only(chat.handle(f"/config approve {number}"), "notice")
+    assert refused.text == wording.console_operator_only("Boss")
+    assert engine.suggestion_queue(CLUB).waiting == 1
+    chat.handle("/as Boss")
     queue = only(chat.handle("/config suggestions"), "queue")
     assert queue.data["items"] == [number]
     assert f"#{number} by Ann" in queue.text and "[right]" in queue.text
-
-    # An admin approves it; the author is told.
-    chat.handle("/as Boss")
     decided = chat.handle(f"/config approve {number}")
     assert only(decided, "decided").data["action"] == "approved"
     notice = only(decided, "author_notice")
@@ -146,7 +150,7 @@ def test_console_suggestion_end_to_end(chat: Console, engine: StudyEngine, tmp_p
 
 
 def test_export_command_writes_files_that_lint(tmp_path: Path) -> None:
-    script = "\n".join([*guided(), "/as Boss", "/config approve 1", "/quit"]) + "\n"
+    script = "\n".join(["/as Ann", *guided(), "/as Operator", "/config approve 1", "/quit"]) + "\n"
     chat = run_studybot(tmp_path, ["console", "--community", "club"], stdin=script)
     assert chat.returncode == 0, chat.stderr
     out = tmp_path / "out"

@@ -127,6 +127,7 @@ def _seed(engine: StudyEngine, clock: FakeClock) -> dict[str, Any]:
     _answer(other, "Fay", shown, True)
     _answer(other, "Gus", shown, False)
     other.handle("/close")
+    other.handle("/as Eve")  # the console's operator makes the community's page public
     other.handle("/config web public")
     return {"revealed": (first, second, third), "open_now": open_now, "missed": third, "demo": job}
 

@@ -72,6 +72,8 @@ def answered_which(card: AnswerFeedback) -> str:
     if card.kind == "daily":
         return f"This answered daily round #{card.round_id}; a daily answer is final."
     return f"This answered your {KIND_LABELS[card.kind].lower()} #{card.round_id}."
+
+
 # A click or select whose id the bot cannot decode (an older release's message, a hand-made id).
 STALE_BUTTON = "This button is from an older question and no longer works."
 # A form submitted that the bot did not open for this member (or opened more than a day ago).
@@ -107,7 +109,7 @@ def choice_lines(choices: Iterable[str]) -> list[str]:
 
 def feedback_headline(card: AnswerFeedback) -> str:
     head = "Correct!" if card.correct else f"Not quite: the answer is {card.answer}) {card.answer_text}."
-    points = f" +{card.points} points" if card.points else ""
+    points = f" +{counted(card.points, 'point')}" if card.points else ""
     bonus = f" (streak bonus +{card.streak_bonus})" if card.streak_bonus else ""
     return f"{head}{points}{bonus}"
 
@@ -167,6 +169,7 @@ def calibration_lines(card: Calibration | None) -> list[str]:
     """/score's and the web pages' lines on calibration (none before any confidence was given)."""
     if card is None:
         return []
+
     def right(line: StatsLine) -> str:
         return f"{percent(line)} right" if line.answered else "none yet"
 
@@ -232,7 +235,7 @@ def percent(line: StatsLine) -> str:
 def score_lines(card: ScoreCard, with_link: bool = True) -> list[str]:
     rank = f"rank {card.week_rank}" if card.week_rank else "unranked"
     lines = [
-        f"{card.user}: {card.week_points} points in {card.week} ({rank}), {card.total_points} all time.",
+        f"{card.user}: {counted(card.week_points, 'point')} in {card.week} ({rank}), {card.total_points} all time.",
         f"Daily accuracy {percent(card.daily)}; practice {percent(card.practice)}.",
         f"Streak {card.streak} (best {card.best_streak}). Reviews due: {card.reviews_due}.",
         *levels_lines(card.levels),
@@ -297,10 +300,7 @@ FORGOTTEN_MEMBER = "a forgotten member"
 
 
 # `/config web rotate` (ConfigCard.changed "web_links"): every link signed before is revoked.
-LINKS_ROTATED = (
-    "Every link to this community's web pages is revoked: members ask /score for a new one, "
-    "admins /config."
-)
+LINKS_ROTATED = "Every link to this community's web pages is revoked: members ask /score for a new one, admins /config."
 
 
 def config_title(card: ConfigCard) -> str:
@@ -361,6 +361,11 @@ def demo_lines(card: DemoResultCard) -> list[str]:
     return lines
 
 
+def counted(number: int, noun: str) -> str:
+    """'1 layer', '4 layers', '1,200 reviews': a count a member reads, in the right number."""
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
+
+
 def demo_shape(data: dict[str, Any]) -> str:
     """', transformer, 4 layers, batch 4 x 256 tokens, width 128, 4 heads' from a checkpoint result."""
     model, layers = data.get("model"), data.get("layers")
@@ -371,7 +376,7 @@ def demo_shape(data: dict[str, Any]) -> str:
         size = f"batch {batch} x {tokens} tokens, width {width}, {data['heads']} heads"
     else:
         size = f"{data.get('tokens')} tokens x width {data.get('width')}"
-    return f", {model}, {layers} layers, {size}"
+    return f", {model}, {counted(layers, 'layer') if isinstance(layers, int) else f'{layers} layers'}, {size}"
 
 
 def demo_estimate_note(kernels: str) -> str:
@@ -422,7 +427,7 @@ def chart_title(kind: str) -> str:
 
 # ------------------------------------------------------------- /demo requests
 
-DEMO_USAGE = "Say /demo checkpoint [key=value ...] or /demo estimate preset=gpt2-small."
+DEMO_USAGE = "Say /demo checkpoint [key=value ...] or /demo estimate [preset=gpt2-small ...]."
 
 
 def demo_not_key_value(word: str) -> str:
@@ -733,7 +738,7 @@ CONSOLE_HELP = """Commands:
   /review [export]       your missed questions, when they are due; export: as an Anki deck file
   /score                 your points, rank, accuracy, streaks and reviews due
   /leaderboard [week|all|2026-W48]
-  /as NAME               switch to another user
+  /as NAME               play another member (only the operator, who started the console, changes settings)
   /config [KEY VALUE]    show or change settings (channel, time, timezone, window, topics, web), pause, resume, post-now
   /demo checkpoint [layers=9 tokens=512 width=128 strategies=none,block,sqrt,selective ...]
   /demo estimate [preset=gpt2-small batch=8 seq=1024 gpu-gib=24]
@@ -747,6 +752,15 @@ meant for one never spends the other. Add how sure you were (b sure, daily b uns
 or type sure or unsure on the next line. While a queued /demo checkpoint
 invites guesses, guess 1-4 guesses its saving (under 25%, 25-50%, 50-75%, over 75%)."""
 CONSOLE_SAY_WHO = "Say who: /as NAME."
+CONSOLE_OPERATOR = "Operator"  # the console's own user (`studybot console --user NAME`)
+
+
+def console_operator_only(operator: str) -> str:
+    """A member played with /as asked to change a setting or decide a question."""
+    return (
+        f"Only the console's operator, {operator}, changes settings and decides members' questions: "
+        f"/as {operator} to be them again."
+    )
 
 
 def console_one_channel(asked: str, own: str) -> str:

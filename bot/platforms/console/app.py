@@ -61,7 +61,7 @@ POLL_S = 0.2  # how often the end of a chat looks whether its demos have answere
 class ConsoleOptions:
     """`studybot console`'s flags, and where the chat reads and writes (tests pass their own)."""
 
-    user: str = "you"
+    user: str = wording.CONSOLE_OPERATOR  # the operator: only they change settings and decide
     community: str = "local"
     jsonl: bool = False
     stdin: TextIO | None = None  # None: sys.stdin
@@ -171,7 +171,8 @@ class ConsoleApp:
         self.options = options
         self.community = options.community
         self.channel = ChannelRef(PLATFORM, self.community, CHANNEL)
-        self.user = self._user(options.user)
+        self.operator = self._user(options.user)  # who started the console: the one who configures
+        self.user = self.operator
         self.form: SuggestForm | None = None  # /suggest's guided prompts, while they run
         self.sure_for: int | None = None  # the round whose answer the last line asked "how sure" of
         self.done = False
@@ -331,8 +332,12 @@ class ConsoleApp:
             case "demo" if self.runtime.demo_runner is None:
                 refused = await self.runtime.call(parse_demo, rest)  # bad input still gets its own sentence
                 return render(refused if isinstance(refused, Problem) else Problem(wording.CONSOLE_DEMOS_OFF))
-        # the console is the operator's own terminal: whoever types may configure
-        asked = commands.ask(name, commands.Where(self.user, self.channel, admin=True), rest)
+        # the console's operator (who started it) configures; a member played with /as does not
+        admin = self.user.user_id == self.operator.user_id
+        if name == "config" and not admin and rest.partition(" ")[0].lower() not in ("", "show"):
+            refusal = wording.console_operator_only(self.operator.display_name)
+            return render(await self.runtime.call(self.engine.config_refused, self.user, refusal))
+        asked = commands.ask(name, commands.Where(self.user, self.channel, admin=admin), rest)
         if asked is None:
             return render(Problem(wording.unknown_command("/" + name)))
         result: Card = await self.runtime.call(getattr(self.engine, asked.method), *asked.args)
