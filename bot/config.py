@@ -10,8 +10,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.core.numbers import ascii_int
-
 ROOT = Path(__file__).resolve().parent.parent
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # The databases the store speaks, as a URL's scheme shows them (sqlite:///..., postgresql+psycopg://...).
@@ -173,7 +171,7 @@ class Settings(BaseSettings):
     @classmethod
     def _shard_ids(cls, value: str) -> str:
         parts = [p.strip() for p in value.split(",") if p.strip()]
-        if not all(ascii_int(p, 6) is not None for p in parts):
+        if not all(p.isascii() and p.isdigit() and len(p) <= 6 for p in parts):  # no bot.core on a worker host
             raise ValueError("it must be a comma-separated list of shard numbers, such as 0,1")
         return ",".join(str(n) for n in sorted({int(p) for p in parts}))
 
