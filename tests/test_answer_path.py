@@ -169,7 +169,7 @@ async def test_a_caller_cancelled_while_its_answer_is_written_keeps_that_answer_
     gate.release.set()
     await until(gate.finished.is_set, "the answer to finish")
     again = await bridge.call(engine.answer, ann, card.round_id, 2)
-    assert again == AlreadyAnswered(round_id=card.round_id, chosen="A")
+    assert again == AlreadyAnswered(round_id=card.round_id, number=card.number, chosen="A")
     assert stored_answers(engine, card.round_id) == [("ann", 0)]
     bridge.close()
 
@@ -297,7 +297,7 @@ async def test_a_repeat_click_on_another_bridge_thread_sees_the_first_answer(
     cy = user("Cy")
     assert isinstance(await bridge.call(engine.answer, cy, card.round_id, 2), AnswerFeedback)
     repeats = await asyncio.gather(*(bridge.call(engine.answer, cy, card.round_id, 0) for _ in range(40)))
-    assert repeats == [AlreadyAnswered(round_id=card.round_id, chosen="C")] * 40
+    assert repeats == [AlreadyAnswered(round_id=card.round_id, number=card.number, chosen="C")] * 40
     bridge.close()
     db.dispose()
 
@@ -368,7 +368,7 @@ async def test_dispose_closes_every_connection_of_the_database_file(
     assert db_files(path) == []
     # and the database still serves afterwards, on new connections
     again = await bridge.call(engine.answer, user("u0"), card.round_id, 1)
-    assert again == AlreadyAnswered(round_id=card.round_id, chosen="A")
+    assert again == AlreadyAnswered(round_id=card.round_id, number=card.number, chosen="A")
     bridge.close()
     db.dispose()
     assert db_files(path) == []

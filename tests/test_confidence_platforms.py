@@ -81,7 +81,9 @@ async def test_slack_sure_unsure_after_a_click_once(slack: Slack) -> None:  # no
     noted = [t for t in answers["p1"] if t.startswith("Noted")]
     assert noted == ["Noted: you were unsure, and right this time."], answers
     assert all("Already recorded" in t for t in answers["p1"] if t not in noted)
-    assert answers["p2"] == [wording.already_noted(AlreadyNoted(round_id, False))]
+    with slack.engine.store.read() as tx:
+        round_number = tx.get_round(round_id).number
+    assert answers["p2"] == [wording.already_noted(AlreadyNoted(round_id, round_number, False))]
     assert answers["p3"] == [wording.STALE_BUTTON]
     score = slack.engine.score(UserRef("slack", "T1", "U1", "u1"))
     assert score.calibration is not None and (score.calibration.unsure.answered, score.calibration.sure.answered) == (

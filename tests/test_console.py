@@ -60,6 +60,7 @@ def test_scripted_session_two_users(chat: Console, test_bank: Bank) -> None:
         "chosen": right.upper(),
         "answer": right.upper(),
         "round_id": question.data["round_id"],
+        "number": question.data["number"],
     }
     double = only(chat.handle("daily " + wrong), "already_answered")
     assert double.data["chosen"] == right.upper() and f"already answered {right.upper()}" in double.text
@@ -391,7 +392,9 @@ def test_a_made_up_channel_is_refused_and_a_community_gets_one_daily_round_a_day
 ) -> None:
     first = only(chat.handle("/daily"), "question")
     refused = only(chat.handle("/config channel chan2"), "error")
-    assert refused.text == "The console has one channel, #console; there is no #chan2 here, so the setting is unchanged."
+    assert (
+        refused.text == "The console has one channel, #console; there is no #chan2 here, so the setting is unchanged."
+    )
     config = chat.handle("/config")
     assert config and not any("chan2" in m.text for m in config)
     assert chat.handle("/config channel #console")  # its own channel, written the chat's way, is fine

@@ -683,7 +683,7 @@ async def test_tampered_button_and_unknown_round_get_one_private_sentence(world:
             assert [r["type"] for r in interaction.responses] == [4]
             assert answer["flags"] & EPHEMERAL and not answer["embeds"] and not answer["components"]
             said[custom_id] = answer["content"]
-        missing = f"There is no question #{round_id + 1000} in this community."
+        missing = wording.NOT_THIS_COMMUNITYS_QUESTION  # a tampered id is no number a member knows
         expected = {custom_id: wording.STALE_BUTTON for custom_id in bad[:3]} | {bad[3]: missing}
         if len(bad) > 4:
             expected[bad[4]] = "Choose one of " + ", ".join("ABCDE"[: len(ids)]) + "."
@@ -1130,3 +1130,17 @@ async def test_a_debug_run_never_writes_an_interaction_token_or_a_signed_link(
     assert any(r.name.startswith("discord") for r in ours)  # discord.py did log
     text = "\n".join(r.getMessage() for r in ours)
     assert not [t for t in tokens if t in text] and f"member-{ALICE['id']}" not in text
+
+
+async def test_a_second_quiz_says_which_unanswered_question_it_replaces(world: World) -> None:
+    running = await world.start()
+    try:
+        first = await world.slash("quiz", ALICE)
+        second = await world.slash("quiz", ALICE)
+        number = re.search(r"Practice question #(\d+)", text_of(first))
+        assert number is not None, text_of(first)
+        assert f"This replaces your unanswered question #{number.group(1)}" in text_of(second)
+        late = await world.fake.answered(await world.fake.click(first["id"], buttons(first)[0]["custom_id"], ALICE))
+        assert "closed" in text_of(late)  # the replaced one takes no answer now
+    finally:
+        await running.stop()

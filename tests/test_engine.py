@@ -63,7 +63,7 @@ def wrong(bank: Bank, card: QuestionCard) -> int:
 def test_one_daily_round_per_community_per_local_day(engine: StudyEngine, clock: FakeClock) -> None:
     first = open_round(engine)
     again = engine.open_daily(CH)
-    assert again == AlreadyOpen(round_id=first.round_id, local_date="2026-11-23")
+    assert again == AlreadyOpen(round_id=first.round_id, number=first.number, local_date="2026-11-23")
     # Another channel of the community the same day (the channel moved, or /daily there): the
     # community's round of the day stands, in one call and in a batch (issue 28).
     assert engine.open_daily(ChannelRef("console", "guild", "random")) == again
@@ -115,7 +115,7 @@ def test_first_answer_is_final(engine: StudyEngine, test_bank: Bank) -> None:
     first = engine.answer(ann, card.round_id, wrong(test_bank, card))
     assert isinstance(first, AnswerFeedback) and not first.correct and first.points == 0
     second = engine.answer(ann, card.round_id, right(test_bank, card))
-    assert second == AlreadyAnswered(round_id=card.round_id, chosen=first.chosen)
+    assert second == AlreadyAnswered(round_id=card.round_id, number=card.number, chosen=first.chosen)
     assert engine.score(ann).total_points == 0
 
 
@@ -129,7 +129,9 @@ def test_answer_with_home_brings_the_home_of_a_scored_answer_only(
     assert first.home is not None and first.home.score.total_points == first.feedback.points > 0
     assert [row.user for row in first.home.board.rows] == ["Ann"]
     again = engine.answer_with_home(user("Ann"), button)
-    assert again == AnswerWithHome(AlreadyAnswered(round_id=card.round_id, chosen=first.feedback.chosen), None)
+    assert again == AnswerWithHome(
+        AlreadyAnswered(round_id=card.round_id, number=card.number, chosen=first.feedback.chosen), None
+    )
 
     def broken(_: UserRef) -> None:
         raise RuntimeError("the board could not be read")

@@ -88,3 +88,30 @@ def test_the_one_person_console_has_no_demo_cooldown_unless_set(
     assert held.returncode == 0, held.stderr
     assert held.stdout.count(COOLDOWN) == 1, held.stdout
     assert "layers must be a whole number" in held.stdout, held.stdout
+
+
+def test_the_example_settings_and_the_deploy_docs_agree_with_the_code() -> None:
+    """.env.example leaves STUDYBOT_LOG_LEVEL unset (INFO floods the console chat) and names the
+    web page's and the Discord guild's variables; compose.yaml and docs/deploy.md write the
+    compose database URL one way; every README picture names the command that makes it."""
+    example = (ROOT / ".env.example").read_text()
+    assigned = dict(
+        line.split("=", 1) for line in example.splitlines() if "=" in line and not line.lstrip().startswith("#")
+    )
+    assert assigned["STUDYBOT_LOG_LEVEL"] == ""
+    assert {"STUDYBOT_WEB_URL", "STUDYBOT_WEB_SECRET", "STUDYBOT_DISCORD_GUILD"} <= set(assigned)
+    compose = (ROOT / "compose.yaml").read_text()
+    deploy = (ROOT / "docs" / "deploy.md").read_text()
+    [compose_url] = re.findall(r"STUDYBOT_COMPOSE_DATABASE_URL=(\S+)", compose)
+    assert re.findall(r"STUDYBOT_COMPOSE_DATABASE_URL=([^`\s]+)", deploy) == [compose_url]
+    readme = (ROOT / "README.md").read_text()
+    demo_doc = (ROOT / "docs" / "demo.md").read_text()
+    pictures = re.findall(r"\]\((docs/images/[^)]+\.png)\)", readme)
+    assert pictures
+    for picture in pictures:
+        name = Path(picture).name
+        if name.startswith("web-"):  # the browser tests write them
+            assert "STUDYBOT_UPDATE_DOCS_IMAGES=1" in readme and "docs/images/web-*.png" in readme, picture
+        else:  # the demo's charts: docs/demo.md's command writes the chart and its -budget twin
+            stem = name.removesuffix(".png").removesuffix("-budget")
+            assert f"--chart docs/images/{stem}.png" in demo_doc, picture

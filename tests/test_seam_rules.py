@@ -227,7 +227,7 @@ def test_a_round_shows_one_order_to_everyone_and_after_a_restart(
             assert feedback.answer == letter(shown_right(test_bank, card))
             assert feedback.correct == (index == shown_right(test_bank, card))
         again = restarted.answer(user("Ann"), card.round_id, 1)
-        assert again == AlreadyAnswered(round_id=card.round_id, chosen="A")
+        assert again == AlreadyAnswered(round_id=card.round_id, number=card.number, chosen="A")
     finally:
         database.dispose()
 
@@ -251,7 +251,9 @@ def test_a_text_answer_by_letter_uses_the_shown_order(
     by_file = engine.answer_text(user("Bob", community), channel, "daily " + letter(question.answer_index))
     assert isinstance(by_file, AnswerFeedback) and not by_file.correct
     assert by_file.chosen_text == card.choices[question.answer_index]
-    by_text = engine.answer_text(user("Cy", community), channel, "daily " + question.choices[question.answer_index].text.upper())
+    by_text = engine.answer_text(
+        user("Cy", community), channel, "daily " + question.choices[question.answer_index].text.upper()
+    )
     assert isinstance(by_text, AnswerFeedback) and by_text.correct and by_text.chosen == letter(right)
 
 
@@ -331,8 +333,12 @@ def test_forgetting_a_member_does_not_let_them_answer_again(
     assert all("ann" not in key.lower() for _, key in markers)  # only a salted hash is kept
 
     # and yet the first answer stays final
-    assert engine.answer(ann, card.round_id, right) == AlreadyAnswered(round_id=card.round_id, chosen=None)
-    assert engine.answer_text(ann, CH, "daily " + letter(right)) == AlreadyAnswered(round_id=card.round_id, chosen=None)
+    assert engine.answer(ann, card.round_id, right) == AlreadyAnswered(
+        round_id=card.round_id, number=card.number, chosen=None
+    )
+    assert engine.answer_text(ann, CH, "daily " + letter(right)) == AlreadyAnswered(
+        round_id=card.round_id, number=card.number, chosen=None
+    )
     assert engine.score(ann).total_points == 0 and engine.score(ann).week_points == 0
     board = engine.leaderboard(COMMUNITY)
     assert [row.user for row in board.rows] == ["Bob"]
@@ -481,9 +487,9 @@ async def test_engine_calls_through_the_bridge(engine: StudyEngine, test_bank: B
         )
         assert all(isinstance(a, AnswerFeedback) and a.correct for a in answers)
         repeat = await asyncio.gather(*(bridge.call(engine.answer, user("u0"), card.round_id, 0) for _ in range(8)))
-        assert set(repeat) == {AlreadyAnswered(card.round_id, letter(right))}
+        assert set(repeat) == {AlreadyAnswered(card.round_id, card.number, letter(right))}
         missing = await bridge.call(engine.answer, user("u0"), 10_000, 0)
-        assert missing == Problem("There is no question #10000 in this community.")
+        assert missing == Problem(wording.NOT_THIS_COMMUNITYS_QUESTION)  # the row id is never shown
     finally:
         bridge.close()
 
@@ -491,13 +497,14 @@ async def test_engine_calls_through_the_bridge(engine: StudyEngine, test_bank: B
 # --------------------------------------------------------------------- wording
 
 CLOSES = datetime(2026, 11, 23, 21, 0, tzinfo=timezone.utc)
-QUESTION = QuestionCard(
-    7, "t-trade", "daily", "fundamentals", 1, "What is traded?", ("Memory", "Compute", "Disk"), CLOSES
+QUESTION = QuestionCard(  # the row id (7000) is shared by every community; members see the number (7)
+    7000, 7, "t-trade", "daily", "fundamentals", 1, "What is traded?", ("Memory", "Compute", "Disk"), CLOSES
 )
-RIGHT = AnswerFeedback(7, "daily", True, 10, "B", "Compute", "B", "Compute", "It reruns.", None)
-WRONG = AnswerFeedback(7, "daily", False, 0, "A", "Memory", "C", "Extra compute", "Nothing is lost.", "A trap.")
-STREAK = AnswerFeedback(7, "daily", True, 12, "B", "Compute", "B", "Compute", "It reruns.", None, streak_bonus=2)
+RIGHT = AnswerFeedback(7000, 7, "daily", True, 10, "B", "Compute", "B", "Compute", "It reruns.", None)
+WRONG = AnswerFeedback(7000, 7, "daily", False, 0, "A", "Memory", "C", "Extra compute", "Nothing is lost.", "A trap.")
+STREAK = AnswerFeedback(7000, 7, "daily", True, 12, "B", "Compute", "B", "Compute", "It reruns.", None, streak_bonus=2)
 REVEAL = RevealCard(
+    7000,
     7,
     "t-trade",
     "What is traded?",
@@ -525,11 +532,11 @@ RENDERED: list[tuple[object, list[str]]] = [
         ["Not quite: the answer is C) Extra compute.", "You chose A) Memory: Nothing is lost.", "Common trap: A trap."],
     ),
     (STREAK, ["Correct! +12 points (streak bonus +2)"]),
-    (AlreadyAnswered(7, "B"), ["You already answered B; your first answer is the one that counts."]),
-    (AlreadyAnswered(7, None), [wording.already_answered(AlreadyAnswered(7, None))]),
-    (RoundClosed(7, "C"), [wording.round_closed(RoundClosed(7, "C")), "The answer was C."]),
+    (AlreadyAnswered(7000, 7, "B"), ["You already answered B; your first answer is the one that counts."]),
+    (AlreadyAnswered(7000, 7, None), [wording.already_answered(AlreadyAnswered(7000, 7, None))]),
+    (RoundClosed(7000, 7, "C"), [wording.round_closed(RoundClosed(7000, 7, "C")), "The answer was C."]),
     (REVEAL, [wording.reveal_title(REVEAL), *(wording.reveal_choice(c) for c in REVEAL.choices), "Read more: "]),
-    (AlreadyOpen(7, "2026-11-23"), ["Today's round (#7, 2026-11-23) is already open here."]),
+    (AlreadyOpen(7000, 7, "2026-11-23"), ["Today's round (#7, 2026-11-23) is already open here."]),
     (SCORE, wording.score_lines(SCORE)),
     (BOARD, [wording.leaderboard_title(BOARD), *(wording.leaderboard_row(r) for r in BOARD.rows)]),
     (LeaderboardCard("guild", "all", ()), ["All-time leaderboard", wording.EMPTY_BOARD]),

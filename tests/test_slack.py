@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -776,7 +777,7 @@ async def test_bad_input_gets_a_clear_private_answer(slack: Slack) -> None:
     url = slack.fake.response_url("bad")
     await slack.click(click_payload("sb1:a:99999:0", "U1", "T1", "C1", ts, url))
     (unknown,) = await slack.fake.wait_for("chat.postEphemeral", 1)
-    assert unknown.params["text"] == "There is no question #99999 in this community."
+    assert unknown.params["text"] == wording.NOT_THIS_COMMUNITYS_QUESTION
     empty = click_payload("x", "U1", "T1", "C1", ts, url)
     empty["actions"] = []
     assert (await slack.click(empty)).status == 200
@@ -1303,7 +1304,7 @@ async def test_unauthenticated_and_malformed_requests_never_put_their_bodies_in_
     assert len(text) < 20_000, len(text)  # 20 MB of refused bodies were in the log
     refusals = [m for r, m in logged if r.name == "bot.platforms.slack.gate"]
     assert len(refusals) == 2 + 20 + 8 + 1 and all("\n" not in m and "\r" not in m for m in refusals)
-    assert refusals[0] == "slack: refused POST /slack/events (%d bytes): bad signature or timestamp" % len(unsigned)
+    assert refusals[0] == f"slack: refused POST /slack/events ({len(unsigned)} bytes): bad signature or timestamp"
     assert sum("malformed" in m for m in refusals) == 8 and refusals[-1].endswith("too large")
     assert [c.url for c in replies(slack.fake)] == ["score-U1"]  # nothing refused reached a listener
 
@@ -1322,7 +1323,9 @@ async def test_a_debug_run_never_writes_the_bot_token_or_a_signed_link(
     slack.engine.links = SignedLinks()
     caplog.set_level(logging.DEBUG)  # the whole process at DEBUG, as STUDYBOT_LOG_LEVEL=DEBUG sets it
     round_id, ts = await slack.open_daily()  # chat.postMessage with the bot token
-    await slack.click(click_payload(codec.encode_answer(round_id, 0), "U1", "T1", "C1", ts, slack.fake.response_url("c")))
+    await slack.click(
+        click_payload(codec.encode_answer(round_id, 0), "U1", "T1", "C1", ts, slack.fake.response_url("c"))
+    )
     await slack.fake.wait_for("chat.postEphemeral", 1)
     await slack.command("/score", user="U1")
     score = await slack.fake.wait_response("score-U1")
@@ -1444,8 +1447,9 @@ async def test_slacks_own_http_port_is_hardened_like_the_web_page(
                 writer.close()
 
         assert await exchange(b"POST /slack/events HTTP/1.1\r\nHost: x\r\nX-Slow: ") == b""
-        answer = (await exchange(b"GET /nothing HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\n"
-                                 b"Connection: close\r\n\r\n")).decode()
+        answer = (
+            await exchange(b"GET /nothing HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
+        ).decode()
         assert "\r\nServer: studybot\r\n" in answer and "aiohttp" not in answer
         assert "Strict-Transport-Security: max-age=" in answer
         plain = (await exchange(b"GET /nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")).decode()
@@ -1457,3 +1461,14 @@ async def test_slacks_own_http_port_is_hardened_like_the_web_page(
         slack.bot._runner = first
     logged = "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
     assert "SECRETCODE" not in logged and "SECRETSTATE" not in logged
+
+
+async def test_a_second_quiz_says_which_unanswered_question_it_replaces(slack: Slack) -> None:
+    await slack.command("/quiz", "", user="U8")
+    first = await slack.fake.wait_response("quiz-U8")
+    number = re.search(r"Practice question #(\d+)", block_text(first.params))
+    assert number is not None, block_text(first.params)
+    await slack.command("/quiz", "", user="U8")
+    await slack.fake.wait_for("response_url", 2)
+    second = [c for c in replies(slack.fake) if c.url == "quiz-U8"][-1]
+    assert f"This replaces your unanswered question #{number.group(1)}" in block_text(second.params)

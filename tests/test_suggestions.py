@@ -111,7 +111,7 @@ def test_console_suggestion_end_to_end(chat: Console, engine: StudyEngine, tmp_p
 
     # The good why, and the rest: it goes to the admins' queue.
     received = only(say(chat, lines[at:]), "suggestion")
-    number = received.data["suggestion_id"]
+    number = received.data["number"]
     # Its author cannot approve it; the console's operator does, and the author is told.
     refused = only(chat.handle(f"/config approve {number}"), "notice")
     assert refused.text == wording.console_operator_only("Boss")
@@ -337,8 +337,10 @@ def test_note_and_reject_tell_the_author(engine: StudyEngine) -> None:
 def test_another_community_never_sees_the_question(engine: StudyEngine) -> None:
     engine.suggest(ANN, HERE, good_form())
     other = CommunityRef("console", "other")
-    with pytest.raises(Exception, match="no suggestion #1"):
-        engine.decide_suggestion(other, 1, "approve")
+    with pytest.raises(Exception, match="not in this community's queue"):
+        engine.decide_suggestion(other, 1, "approve")  # the row id of another community's question
+    with pytest.raises(Exception, match=r"There is no suggestion #1 in this community\."):
+        engine.configure(other, "approve", "1")  # the number an admin types: their own community's
     decided = engine.decide_suggestion(CLUB, 1, "approve")
     assert isinstance(decided, SuggestionDecided)
     engine.config(other, "channel", "console")

@@ -272,7 +272,9 @@ def _question(node: yaml.Node, topic: str, root: Path | None, out: _Collector) -
         for what, text in shown:
             fold = _FOLD_RE.search(text or "")
             if fold:
-                out.add_style(node, f"{what} has '{fold.group(0)}': a folded line broke a piece of code; keep it on one line")
+                out.add_style(
+                    node, f"{what} has '{fold.group(0)}': a folded line broke a piece of code; keep it on one line"
+                )
     return Question(
         id=qid,
         topic=topic,
@@ -808,9 +810,7 @@ def _echo_terms(text: str) -> set[str]:
     """Content words as the echo rule reads them: identifiers split into their parts
     (reset_peak_memory_stats -> reset, peak, memory, stat), no numbers, no function words."""
     return {
-        w
-        for w in _terms(re.sub(r"[._]", " ", text))
-        if len(w) > 2 and not w.isdigit() and w not in _ECHO_STOPWORDS
+        w for w in _terms(re.sub(r"[._]", " ", text)) if len(w) > 2 and not w.isdigit() and w not in _ECHO_STOPWORDS
     }
 
 

@@ -5,7 +5,7 @@ CSV export and the list of communities. StudyEngine (bot/core/engine.py) mixes t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from bot.core import wording
 from bot.core.community import CONFIG_ALIASES, CommunityConfig, parse_setting
@@ -44,7 +44,7 @@ class CommunityAdminMixin(EngineBase):
 
     # Provided by RoundsMixin, OutboxMixin, BoardsMixin and PracticeMixin.
     open_daily: Callable[[ChannelRef], QuestionCard | AlreadyOpen]
-    _alert: Callable[[OutboxRecord], str]
+    _alerts: Callable[[StoreTx, Sequence[OutboxRecord]], list[str]]
     _flag_alerts: Callable[[StoreTx, int], tuple[str, ...]]
     suggestion_queue: Callable[[CommunityRef], SuggestionQueue]
     remove_question: Callable[[CommunityRef, str], Notice]
@@ -90,7 +90,7 @@ class CommunityAdminMixin(EngineBase):
         with self.store.write() as tx:
             current = self._community(tx, community)
             link = self._admin_link_for(tx, current.id, admin, asker)
-            alerts = tuple(self._alert(item) for item in tx.undelivered(current.id))
+            alerts = tuple(self._alerts(tx, tx.undelivered(current.id)))
             alerts += self._flag_alerts(tx, current.id)
             if key is None:
                 return ConfigCard(
@@ -189,7 +189,12 @@ class CommunityAdminMixin(EngineBase):
         number = ascii_int(target.lstrip("#"))
         if number is None:
             raise InvalidInput(f"Say which suggestion: /config {word} NUMBER{' NOTE' if word == 'note' else ''}.")
-        return self.decide_suggestion(community, number, word, rest.strip() or None)
+        with self.store.read() as tx:  # the number members and admins see is the community's own
+            found = tx.find_community(community.platform, community.community_id)
+            suggestion_id = tx.suggestion_by_number(found.id, number) if found else None
+        if suggestion_id is None:
+            raise NotFound(f"There is no suggestion #{number} in this community.")
+        return self.decide_suggestion(community, suggestion_id, word, rest.strip() or None)
 
     # ------------------------------------------------- removed and invited back
 

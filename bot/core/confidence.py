@@ -113,12 +113,12 @@ class ConfidenceMixin(EngineBase):
             if found.confidence is not None or not tx.set_confidence(round_id, found.member_id, _word(sure)):
                 again = tx.confidence_context(round_id, found.member_id)
                 stored = found.confidence or (again.confidence if again else None) or _word(sure)
-                return AlreadyNoted(round_id, stored == "sure")
+                return AlreadyNoted(round_id, found.number, stored == "sure")
             # the community's fitted FSRS parameters, as the click's review used them
             parameters = None if community is None else self.community_parameters(community.id)
             rating, due = self._regrade(tx, found, sure, now, parameters)
         log.info("round %s: member %s was %s (%s)", round_id, found.member_id, _word(sure), rating)
-        return ConfidenceNoted(round_id, sure, found.correct, rating, due)
+        return ConfidenceNoted(round_id, found.number, sure, found.correct, rating, due)
 
     def answer_line(
         self, user: UserRef, channel: ChannelRef, text: str, reply_to: str | None = None

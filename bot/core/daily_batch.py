@@ -56,7 +56,8 @@ class DailyBatchMixin(EngineBase):
                 day = scoring.local_date(now, community.timezone).isoformat()
                 asks.append((channel, late, community, day, daily_key(community.id, day)))
             legacy = {
-                channel_daily_key(community.id, channel.channel_id, day): key for channel, _, community, day, key in asks
+                channel_daily_key(community.id, channel.channel_id, day): key
+                for channel, _, community, day, key in asks
             }
             existing = tx.daily_round_ids([*(key for *_, key in asks), *legacy])
             for old, key in legacy.items():  # a round opened under the per-channel key counts too
@@ -67,10 +68,11 @@ class DailyBatchMixin(EngineBase):
             last_asked = tx.dailies_last_asked(fresh)
             own: dict[int, list[Question]] = {}
             planned: dict[str, _Planned] = {}
+            already: list[tuple[int, int, str]] = []  # (index, round id, day) of rounds open already
             repeats: list[tuple[int, str, str]] = []  # (index, key, day) of keys asked twice
             for index, (channel, late, community, day, key) in enumerate(asks):
                 if key in existing:
-                    results[index] = AlreadyOpen(round_id=existing[key], local_date=day)
+                    already.append((index, existing[key], day))
                     continue
                 if key in planned:
                     repeats.append((index, key, day))
@@ -85,6 +87,12 @@ class DailyBatchMixin(EngineBase):
             opened = tx.insert_dailies([plan.new for plan in planned.values()])
             rows = tx.rounds(opened.values())
             taken = tx.daily_round_ids(key for key in planned if key not in opened)  # by another process
+            for key, plan in planned.items():
+                if key not in opened:
+                    already.append((plan.index, taken.get(key, 0), plan.new.local_date))
+            for index, key, day in repeats:
+                already.append((index, opened.get(key) or taken.get(key, 0), day))
+            known = tx.rounds(round_id for _, round_id, _ in already)  # their numbers
             tx.enqueue_posts(
                 [
                     NewPost(
@@ -99,13 +107,13 @@ class DailyBatchMixin(EngineBase):
                 ],
                 now,
             )
+        for index, round_id, day in already:
+            number = known[round_id].number if round_id in known else 0
+            results[index] = AlreadyOpen(round_id=round_id, number=number, local_date=day)
         for key, plan in planned.items():
             if key not in opened:
-                results[plan.index] = AlreadyOpen(round_id=taken.get(key, 0), local_date=plan.new.local_date)
                 continue
             row = rows[opened[key]]
             log.info("opened daily round %s (%s) in %s", row.id, plan.question.id, plan.channel)
             results[plan.index] = self._card(row, plan.question, admin_note=low_bank_note(plan.unasked_left))
-        for index, key, day in repeats:
-            results[index] = AlreadyOpen(round_id=opened.get(key) or taken.get(key, 0), local_date=day)
         return [results[index] for index in range(len(wanted))]

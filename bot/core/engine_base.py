@@ -81,6 +81,7 @@ class EngineBase:
         order = self._order(round_row, question)
         return QuestionCard(
             round_id=round_row.id,
+            number=round_row.number,
             question_id=question.id,
             kind=round_row.kind,
             topic=question.topic,

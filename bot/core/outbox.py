@@ -6,7 +6,7 @@ backoff, or given up), and admins read what could not be posted. StudyEngine
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -15,6 +15,7 @@ from bot.core.demo_result import outcome_card
 from bot.core.engine_base import EngineBase
 from bot.core.errors import NotFound
 from bot.core.item_analysis import ItemStats
+from bot.core.numbers import ascii_int
 from bot.core.ports import StoreTx
 from bot.core.records import OutboxRecord
 from bot.core.values import (
@@ -148,15 +149,30 @@ class OutboxMixin(EngineBase):
     def undelivered(self, community: CommunityRef | None = None) -> list[str]:
         """Sentences for admins about posts that failed: given up, or waiting for a retry."""
         with self.store.read() as tx:
-            return [self._alert(row) for row in tx.undelivered(self._community_filter(tx, community))]
+            return self._alerts(tx, tx.undelivered(self._community_filter(tx, community)))
 
     @staticmethod
-    def _alert(row: OutboxRecord) -> str:
+    def _alerts(tx: StoreTx, rows: Sequence[OutboxRecord]) -> list[str]:
+        """A sentence for admins per failed post; a round or a suggestion by the number its
+        community knows it by (the outbox's key is the row's id, shared by every community)."""
+        keys = {row.id: ascii_int(row.key) for row in rows}
+        rounds = tx.rounds(k for row in rows if row.kind in ("question", "reveal") and (k := keys[row.id]) is not None)
+        shown: dict[int, str] = {}
+        for row in rows:
+            key = keys[row.id]
+            if key is not None and row.kind in ("question", "reveal") and key in rounds:
+                shown[row.id] = str(rounds[key].number)
+            elif key is not None and row.kind == "decision" and (found := tx.get_suggestion(key)) is not None:
+                shown[row.id] = str(found.number)
+        return [OutboxMixin._alert(row, shown.get(row.id, row.key)) for row in rows]
+
+    @staticmethod
+    def _alert(row: OutboxRecord, number: str) -> str:
         what = {
-            "question": f"daily round #{row.key}",
-            "reveal": f"reveal of round #{row.key}",
-            "demo": f"result of demo #{row.key}",
-            "decision": f"decision on suggestion #{row.key} (to its author's messages)",
+            "question": f"daily round #{number}",
+            "reveal": f"reveal of round #{number}",
+            "demo": f"result of demo #{number}",
+            "decision": f"decision on suggestion #{number} (to its author's messages)",
         }.get(row.kind, f"leaderboard {row.key}")
         tries = f"{row.attempts} tr{'y' if row.attempts == 1 else 'ies'}"
         if row.state == "failed":

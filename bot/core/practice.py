@@ -200,8 +200,11 @@ class PracticeMixin(EngineBase):
                     community.id, member_id, channel.channel_id, "pending", question.topic, body, now
                 )
             pending, _ = tx.member_suggestions(member_id, now)
+            sent = tx.get_suggestion(suggestion_id)
         log.info("suggestion %s from a member of %s/%s", suggestion_id, user.platform, user.community_id)
-        return SuggestionReceived(suggestion_id=suggestion_id, prompt=question.prompt, pending=pending)
+        return SuggestionReceived(
+            suggestion_id=suggestion_id, number=sent.number if sent else 0, prompt=question.prompt, pending=pending
+        )
 
     # ------------------------------------------------------------ the queue
 
@@ -218,6 +221,7 @@ class PracticeMixin(EngineBase):
         question = forms.from_body("pending", record.topic, record.body)
         return SuggestionItem(
             suggestion_id=record.id,
+            number=record.number,
             author=clean_name(record.author_name) if record.author_name else FORMER_MEMBER,
             topic=question.topic,
             difficulty=question.difficulty,
@@ -250,9 +254,9 @@ class PracticeMixin(EngineBase):
             config = self._community(tx, community)
             record = tx.get_suggestion(suggestion_id)
             if record is None or record.community_id != config.id or record.state == "draft":
-                raise NotFound(f"There is no suggestion #{suggestion_id} in this community.")
+                raise NotFound("That suggestion is not in this community's queue.")
             if record.state != "pending":
-                return Notice(f"Suggestion #{suggestion_id} was already decided ({record.state}).")
+                return Notice(f"Suggestion #{record.number} was already decided ({record.state}).")
             question = forms.from_body("pending", record.topic, record.body)
             question_id = None
             if action == "approve":
@@ -273,6 +277,7 @@ class PracticeMixin(EngineBase):
         )
         return SuggestionDecided(
             suggestion_id=suggestion_id,
+            number=record.number,
             action=ACTIONS[action],
             prompt=question.prompt,
             question_id=question_id,
@@ -286,13 +291,16 @@ class PracticeMixin(EngineBase):
         """A decided suggestion as its author is told it (the outbox rebuilds it to send)."""
         record = tx.get_suggestion(suggestion_id)
         if record is None or record.state not in ACTIONS.values():
-            raise NotFound(f"Suggestion #{suggestion_id} is gone or no longer decided as it was.")
+            raise NotFound(
+                f"Suggestion #{record.number if record else suggestion_id} is gone or no longer decided as it was."
+            )
         if record.author_user is None:
-            raise NotFound(f"The author of suggestion #{suggestion_id} asked to be forgotten.")
+            raise NotFound(f"The author of suggestion #{record.number} asked to be forgotten.")
         question = forms.from_body("pending", record.topic, record.body)
         author = UserRef(community.platform, community.community_id, record.author_user, record.author_name or "")
         return SuggestionDecided(
             suggestion_id=record.id,
+            number=record.number,
             action=record.state,
             prompt=question.prompt,
             question_id=record.question_id,
@@ -403,7 +411,7 @@ class PracticeMixin(EngineBase):
         left = tx.pending_private(member_id)  # an unanswered one is replaced: the card says so
         row = tx.insert_private(community_id, member_id, channel.channel_id, question.id, kind, now, order)
         card = self._card(row, question)
-        return card if left is None else replace(card, replaced=left.id)
+        return card if left is None else replace(card, replaced=left.number)
 
     # ------------------------------------------------------- adaptive practice
 

@@ -31,6 +31,7 @@ class RoundRecord:
     late: bool
     message_ref: str | None
     choice_order: str | None
+    number: int  # its number in its community, as members see it (the id is shared by all)
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,7 @@ class SuggestionRecord:
     author_member: int | None
     author_user: str | None
     author_name: str | None
+    number: int = 0  # its number in its community once sent (0: a draft)
 
 
 @dataclass(frozen=True)
@@ -207,3 +209,4 @@ class ConfidenceContext:
     review_before: str | None
     question_id: str
     opened_at: datetime
+    number: int  # the round's number in its community

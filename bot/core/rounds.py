@@ -107,29 +107,30 @@ class RoundsMixin(EngineBase):
             community = self._community(tx, channel)
             day = scoring.local_date(now, community.timezone).isoformat()
             key = daily_key(community.id, day)
-            existing = tx.daily_round_id(key) or tx.daily_round_id(channel_daily_key(community.id, channel.channel_id, day))
+            existing = tx.daily_round_id(key) or tx.daily_round_id(
+                channel_daily_key(community.id, channel.channel_id, day)
+            )
             if existing is not None:
                 return self._already_open(tx, community, existing, day, now)
             question, unasked_left = self._next_daily_question(tx, community)
             row = tx.insert_daily(new_daily(community, channel.channel_id, question, day, now, late))
             if row is None:  # another process opened it between our read and write
-                return AlreadyOpen(round_id=tx.daily_round_id(key) or 0, local_date=day)
+                return self._already_open(tx, community, tx.daily_round_id(key) or 0, day, now)
             tx.enqueue(community.id, channel.channel_id, "question", str(row.id), now)
         log.info("opened daily round %s (%s) in %s", row.id, question.id, channel)
         return self._card(row, question, admin_note=low_bank_note(unasked_left))
 
     @staticmethod
-    def _already_open(
-        tx: StoreTx, community: CommunityConfig, round_id: int, day: str, now: datetime
-    ) -> AlreadyOpen:
+    def _already_open(tx: StoreTx, community: CommunityConfig, round_id: int, day: str, now: datetime) -> AlreadyOpen:
         """Today's round exists: open, or closed with when tomorrow's opens (the community's time)."""
         row = tx.get_round(round_id)
         if row.closed_at is None and (row.closes_at is None or as_utc(row.closes_at) > now):
-            return AlreadyOpen(round_id=round_id, local_date=day)
+            return AlreadyOpen(round_id=round_id, number=row.number, local_date=day)
         tomorrow = date.fromisoformat(day) + timedelta(days=1)
         moment = daily_moment(tomorrow, community.daily_time, community.timezone)
         local = moment.astimezone(ZoneInfo(community.timezone))
-        return AlreadyOpen(round_id, day, closed=True, next_opens=f"{local:%Y-%m-%d %H:%M} ({community.timezone})")
+        opens = f"{local:%Y-%m-%d %H:%M} ({community.timezone})"
+        return AlreadyOpen(round_id, row.number, day, closed=True, next_opens=opens)
 
     def _next_daily_question(self, tx: StoreTx, community: CommunityConfig) -> tuple[Question, int]:
         own = self._community_questions(tx, community.id)
@@ -165,22 +166,22 @@ class RoundsMixin(EngineBase):
         # closed or foreign rounds end here, so only a first answer ever queues to write.
         with self.store.read() as tx:
             found = tx.answer_context(round_id, user.user_id, user.platform, user.community_id, self._forget_key(user))
-        if found is None:
-            raise NotFound(f"There is no question #{round_id} in this community.")
+        if found is None:  # a tampered or foreign button: its id is no number a member knows
+            raise NotFound(wording.NOT_THIS_COMMUNITYS_QUESTION)
         row = found.round
         if row.kind != "daily" and row.member_id != found.known_member:
-            raise NotFound(f"Question #{round_id} was someone else's practice question.")
+            raise NotFound(f"Question #{row.number} was someone else's practice question.")
         if found.previous is not None:
-            return AlreadyAnswered(round_id=round_id, chosen=letter(found.previous))
+            return AlreadyAnswered(round_id=round_id, number=row.number, chosen=letter(found.previous))
         if found.forgotten:  # their first answer stays final though its record is gone
-            return AlreadyAnswered(round_id=round_id, chosen=None)
+            return AlreadyAnswered(round_id=round_id, number=row.number, chosen=None)
         question = self._question(row.question_id)
         if not 0 <= choice < len(question.choices):
             raise InvalidInput(f"Choose one of {', '.join(letter(i) for i in range(len(question.choices)))}.")
         order = self._order(row, question)
         shown_answer = order.index(question.answer_index)
         if row.closed_at is not None or (row.closes_at is not None and row.closes_at <= now):
-            return RoundClosed(round_id=round_id, answer=letter(shown_answer))
+            return RoundClosed(round_id=round_id, number=row.number, answer=letter(shown_answer))
         correct = choice == shown_answer
         # Everything that needs no database is done before queueing for the writer.
         name = clean_name(user.display_name)
@@ -215,7 +216,7 @@ class RoundsMixin(EngineBase):
             )
             if not stored:  # a concurrent duplicate (double click, Slack retry)
                 chosen = tx.answer_choice(round_id, member_id)
-                return AlreadyAnswered(round_id=round_id, chosen=letter(chosen or 0))
+                return AlreadyAnswered(round_id=round_id, number=row.number, chosen=letter(chosen or 0))
             self._schedule_review(tx, row, member_id, question.id, correct, now, miss_card, parameters)
             self._rate(tx, member_id, question, correct)
             # a review that leaves none due may earn back a missed day (bot/core/streak_repair.py)
@@ -231,6 +232,7 @@ class RoundsMixin(EngineBase):
         picked = question.choices[order[choice]]
         return AnswerFeedback(
             round_id=round_id,
+            number=row.number,
             kind=row.kind,
             correct=correct,
             points=points,
@@ -327,7 +329,7 @@ class RoundsMixin(EngineBase):
                 daily_question = self._find(daily.question_id)
                 shown = [] if daily_question is None else self._shown(daily, daily_question)
                 if looks_like_letter(text) or (shown and parse_choice(text, shown) is not None):
-                    return Notice(wording.daily_needs_word(daily.id, user.platform))
+                    return Notice(wording.daily_needs_word(daily.number, user.platform))
                 return None
             if looks_like_letter(text):
                 return Notice(wording.NOTHING_OPEN)
@@ -339,7 +341,7 @@ class RoundsMixin(EngineBase):
         choice = parse_choice(text, shown)
         if choice is None:
             if explicit or looks_like_any_letter(text):  # `z`, or `e` with A-D open
-                return Notice(wording.not_a_choice(target.id, len(shown)))
+                return Notice(wording.not_a_choice(target.number, len(shown)))
             return None
         if event_id is not None:
             with self.store.write() as tx:
@@ -401,8 +403,8 @@ class RoundsMixin(EngineBase):
         with self.store.write() as tx:
             if not tx.close_daily(round_id, now):
                 if not tx.is_daily(round_id):
-                    raise NotFound(f"There is no daily round #{round_id}.")
-                return Notice(f"Round #{round_id} was already closed and revealed.")
+                    raise NotFound("There is no such daily round.")
+                return Notice(f"Round #{tx.get_round(round_id).number} was already closed and revealed.")
             card = self._reveal(tx, round_id)
             row = tx.get_round(round_id)
             tx.enqueue(row.community_id, row.channel_id, "reveal", str(round_id), now)
@@ -448,6 +450,7 @@ class RoundsMixin(EngineBase):
         question_ref = row.message_ref or tx.outbox_ref(row.community_id, "question", str(round_id))
         return RevealCard(
             round_id=round_id,
+            number=row.number,
             question_id=question.id,
             prompt=question.prompt,
             answer=letter(shown_answer),

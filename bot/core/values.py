@@ -50,7 +50,8 @@ class LinkVersions:
 class QuestionCard:
     """A question to post: publicly for a daily round, privately for practice and review."""
 
-    round_id: int
+    round_id: int  # the row's id, shared by every community: buttons carry it, nobody sees it
+    number: int  # the round's number in its community, as members see it (#1, #2...)
     question_id: str
     kind: RoundKind
     topic: str
@@ -60,7 +61,8 @@ class QuestionCard:
     closes_at: datetime | None = None
     late: bool = False
     admin_note: str | None = None
-    # A private round: the member's unanswered practice question or review it replaces (said).
+    # A private round: the number of the member's unanswered practice question or review it
+    # replaces (said).
     replaced: int | None = None
 
 
@@ -68,7 +70,8 @@ class QuestionCard:
 class AnswerFeedback:
     """Private feedback on a user's first answer to a round."""
 
-    round_id: int
+    round_id: int  # the row's id, shared by every community: buttons carry it, nobody sees it
+    number: int  # the round's number in its community, as members see it (#1, #2...)
     kind: RoundKind
     correct: bool
     points: int
@@ -91,7 +94,8 @@ class ConfidenceNoted:
     FSRS was given for the review card (Again, Hard, Good, Easy), None when the answer touched
     no review card; `due`: when that card comes back."""
 
-    round_id: int
+    round_id: int  # the row's id, shared by every community: buttons carry it, nobody sees it
+    number: int  # the round's number in its community, as members see it (#1, #2...)
     sure: bool
     correct: bool
     grade: str | None = None
@@ -102,13 +106,15 @@ class ConfidenceNoted:
 class AlreadyNoted:
     """A second "how sure" for the same answer: the first one stands."""
 
-    round_id: int
+    round_id: int  # the row's id, shared by every community: buttons carry it, nobody sees it
+    number: int  # the round's number in its community, as members see it (#1, #2...)
     sure: bool
 
 
 @dataclass(frozen=True)
 class AlreadyAnswered:
-    round_id: int
+    round_id: int  # the row's id, shared by every community: buttons carry it, nobody sees it
+    number: int  # the round's number in its community, as members see it (#1, #2...)
     chosen: str | None  # None: answered before the member asked to be forgotten
 
 
@@ -116,7 +122,8 @@ class AlreadyAnswered:
 class RoundClosed:
     """An answer that came after the round closed: not scored."""
 
-    round_id: int
+    round_id: int  # the row's id, shared by every community: buttons carry it, nobody sees it
+    number: int  # the round's number in its community, as members see it (#1, #2...)
     answer: str
 
 
@@ -131,7 +138,8 @@ class ChoiceReveal:
 
 @dataclass(frozen=True)
 class RevealCard:
-    round_id: int
+    round_id: int  # the row's id, shared by every community: buttons carry it, nobody sees it
+    number: int  # the round's number in its community, as members see it (#1, #2...)
     question_id: str
     prompt: str
     answer: str
@@ -152,7 +160,8 @@ class AlreadyOpen:
     """The daily round for this channel and local day exists already: still open, or `closed`
     (revealed or past its window), then with when the next one opens (`next_opens`, local)."""
 
-    round_id: int
+    round_id: int  # the row's id, shared by every community: buttons carry it, nobody sees it
+    number: int  # the round's number in its community, as members see it (#1, #2...)
     local_date: str
     closed: bool = False
     next_opens: str | None = None  # e.g. "2026-11-24 18:30 (Europe/Berlin)"
@@ -591,6 +600,7 @@ class SuggestionDraft:
 @dataclass(frozen=True)
 class SuggestionReceived:
     suggestion_id: int
+    number: int  # its number in the community, as members and admins see and type it
     prompt: str
     pending: int  # the author's suggestions now waiting
 
@@ -600,6 +610,7 @@ class SuggestionItem:
     """One suggestion in the admins' queue, with its approve / note / reject button ids."""
 
     suggestion_id: int
+    number: int  # its number in the community (what /config approve N takes)
     author: str
     topic: str
     difficulty: int
@@ -628,6 +639,7 @@ class SuggestionDecided:
     by the platform that renders this card."""
 
     suggestion_id: int
+    number: int  # its number in the community
     action: str  # approved | rejected | returned
     prompt: str
     question_id: str | None

@@ -5,7 +5,7 @@ values come from bot/core/pages.py). StudyEngine (bot/core/engine.py) mixes this
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from bot.core import pages, scoring
@@ -38,7 +38,7 @@ class WebPagesMixin(EngineBase):
     rule; these only never show a question before its first reveal in the community."""
 
     # Provided by OutboxMixin and BoardsMixin.
-    _alert: Callable[[OutboxRecord], str]
+    _alerts: Callable[[StoreTx, Sequence[OutboxRecord]], list[str]]
     _score_card: Callable[[StoreTx, UserRef, CommunityConfig | None, int | None, datetime], ScoreCard]
     _flagged_lines: Callable[[StoreTx, int, datetime], tuple[tuple[str, tuple[str, ...]], ...]]
 
@@ -144,7 +144,7 @@ class WebPagesMixin(EngineBase):
         now = self.now()
         with self.store.read() as tx:
             web, config = self._web_config(tx, community)
-            alerts = tuple(self._alert(row) for row in tx.undelivered(config.id))
+            alerts = tuple(self._alerts(tx, tx.undelivered(config.id)))
             jobs = tx.community_demos(config.id, 20)
             closes = tx.next_close(config.id)
             flagged = self._flagged_lines(tx, config.id, now)

@@ -47,7 +47,10 @@ NOTHING_OPEN = "There is no open question here right now; a new one comes with t
 NO_OPEN_DAILY = "There is no open daily round in this channel to answer; a new one comes with the next daily round."
 
 
-def daily_needs_word(round_id: int, platform: str) -> str:
+NOT_THIS_COMMUNITYS_QUESTION = "That question is not one of this community's; ask for a new one with /quiz."
+
+
+def daily_needs_word(number: int, platform: str) -> str:
     """A bare letter with no practice question pending: it never spends a daily answer."""
     if platform == "console":
         how = "type daily and your letter (daily b)"
@@ -55,14 +58,14 @@ def daily_needs_word(round_id: int, platform: str) -> str:
         how = "use its buttons, reply to its post, or write daily and your letter (daily b)"
     return (
         f"A bare letter answers only a practice question you asked for, and you have none pending. "
-        f"To answer daily round #{round_id}, {how}; a daily answer is final."
+        f"To answer daily round #{number}, {how}; a daily answer is final."
     )
 
 
-def not_a_choice(round_id: int, choices: int) -> str:
+def not_a_choice(number: int, choices: int) -> str:
     """A letter the round does not show (`z`, or `e` with A-D open): its own letters."""
     return (
-        f"#{round_id} has choices {letter(0)} to {letter(choices - 1)}: "
+        f"#{number} has choices {letter(0)} to {letter(choices - 1)}: "
         "reply with one of those letters or a choice's text."
     )
 
@@ -70,8 +73,8 @@ def not_a_choice(round_id: int, choices: int) -> str:
 def answered_which(card: AnswerFeedback) -> str:
     """Which round took a text answer (a daily answer is final, a practice one is not scored)."""
     if card.kind == "daily":
-        return f"This answered daily round #{card.round_id}; a daily answer is final."
-    return f"This answered your {KIND_LABELS[card.kind].lower()} #{card.round_id}."
+        return f"This answered daily round #{card.number}; a daily answer is final."
+    return f"This answered your {KIND_LABELS[card.kind].lower()} #{card.number}."
 
 
 # A click or select whose id the bot cannot decode (an older release's message, a hand-made id).
@@ -90,7 +93,7 @@ def count(number: int, noun: str) -> str:
 
 def question_title(card: QuestionCard) -> str:
     late = " (posted late: its usual time had already passed)" if card.late else ""
-    return f"{KIND_LABELS[card.kind]} #{card.round_id} [{card.topic}, level {card.difficulty}]{late}"
+    return f"{KIND_LABELS[card.kind]} #{card.number} [{card.topic}, level {card.difficulty}]{late}"
 
 
 def replaced_line(card: QuestionCard) -> str | None:
@@ -162,7 +165,7 @@ def noted(card: ConfidenceNoted) -> str:
 
 def already_noted(card: AlreadyNoted) -> str:
     how = "sure" if card.sure else "unsure"
-    return f"Already recorded: you said you were {how} of your answer to #{card.round_id}, and that stands."
+    return f"Already recorded: you said you were {how} of your answer to #{card.number}, and that stands."
 
 
 def calibration_lines(card: Calibration | None) -> list[str]:
@@ -196,20 +199,20 @@ def already_answered(card: AlreadyAnswered) -> str:
 
 
 def round_closed(card: RoundClosed) -> str:
-    return f"Round #{card.round_id} is closed, so this answer was not scored. The answer was {card.answer}."
+    return f"Round #{card.number} is closed, so this answer was not scored. The answer was {card.answer}."
 
 
 def already_open(card: AlreadyOpen) -> str:
     if card.closed:
-        return f"Today's round (#{card.round_id}, {card.local_date}) is closed; the next one opens {card.next_opens}."
-    return f"Today's round (#{card.round_id}, {card.local_date}) is already open here."
+        return f"Today's round (#{card.number}, {card.local_date}) is closed; the next one opens {card.next_opens}."
+    return f"Today's round (#{card.number}, {card.local_date}) is already open here."
 
 
 # --------------------------------------------------------------------- reveal
 
 
 def reveal_title(card: RevealCard) -> str:
-    return f"Answer to #{card.round_id}: {card.answer}) {card.answer_text}"
+    return f"Answer to #{card.number}: {card.answer}) {card.answer_text}"
 
 
 def reveal_choice(choice: ChoiceReveal) -> str:
@@ -534,7 +537,7 @@ def config_admins_only(config_command: str = "/config") -> str:
 
 
 def daily_opened(card: QuestionCard) -> str:
-    return f"Today's round #{card.round_id} is open; its question is being posted in the channel."
+    return f"Today's round #{card.number} is open; its question is being posted in the channel."
 
 
 def reveal_count(choice: ChoiceReveal) -> str:
@@ -661,7 +664,7 @@ def suggestion_field_refused(problems: Iterable[Any]) -> str:
 
 def suggestion_received(card: Any) -> str:
     return (
-        f"Thanks! Your question #{card.suggestion_id} is waiting for the admins "
+        f"Thanks! Your question #{card.number} is waiting for the admins "
         f"({count(card.pending, 'question')} of yours waiting). You will be told what they decide."
     )
 
@@ -677,7 +680,7 @@ def queue_title(card: Any) -> str:
 
 
 def queue_item_lines(item: Any) -> list[str]:
-    lines = [f"#{item.suggestion_id} by {item.author} [{item.topic}, level {item.difficulty}]: {item.prompt}"]
+    lines = [f"#{item.number} by {item.author} [{item.topic}, level {item.difficulty}]: {item.prompt}"]
     for i, (text, why) in enumerate(zip(item.choices, item.whys, strict=True)):
         mark = "right" if i == item.answer else "wrong"
         lines.append(f"{letter(i)}) {text} [{mark}]: {why}")
@@ -694,10 +697,10 @@ QUEUE_COMMANDS = "Decide with /config approve N, /config note N TEXT or /config 
 
 def decided_admin(card: Any) -> str:
     if card.action == "approved":
-        return f"Suggestion #{card.suggestion_id} approved: it is question {card.question_id} of this community's bank."
+        return f"Suggestion #{card.number} approved: it is question {card.question_id} of this community's bank."
     if card.action == "returned":
-        return f"Suggestion #{card.suggestion_id} sent back to its author with your note."
-    return f"Suggestion #{card.suggestion_id} rejected."
+        return f"Suggestion #{card.number} sent back to its author with your note."
+    return f"Suggestion #{card.number} rejected."
 
 
 def decided_author(card: Any) -> str:

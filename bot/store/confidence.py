@@ -29,6 +29,7 @@ def context(conn: Connection, round_id: int, member_id: int) -> ConfidenceContex
             answers.c.review_before,
             rounds.c.question_id,
             rounds.c.opened_at,
+            rounds.c.number,
         )
         .select_from(answers.join(rounds, answers.c.round_id == rounds.c.id))
         .where(answers.c.round_id == round_id, answers.c.member_id == member_id)
@@ -45,6 +46,7 @@ def context(conn: Connection, round_id: int, member_id: int) -> ConfidenceContex
         review_before=row.review_before,
         question_id=row.question_id,
         opened_at=row.opened_at,
+        number=row.number if row.number is not None else round_id,
     )
 
 

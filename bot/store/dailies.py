@@ -18,6 +18,7 @@ from bot.core.community import CommunityConfig
 from bot.core.records import NewDaily, NewPost
 from bot.core.values import CommunityRef
 from bot.store.communities import community_config
+from bot.store.community_numbers import take_numbers
 from bot.store.database import insert_ignoring
 from bot.store.tables import Community, Outbox, Round, Suggestion
 
@@ -95,6 +96,7 @@ class DailyBatchQueries:
         writer since it was read) is not in the answer and its round is left as it was."""
         if not new:
             return {}
+        numbers = take_numbers(self.conn, "rounds_numbered", (daily.community_id for daily in new))
         rows = [
             {
                 "community_id": daily.community_id,
@@ -107,6 +109,7 @@ class DailyBatchQueries:
                 "closes_at": daily.closes_at,
                 "late": daily.late,
                 "choice_order": daily.choice_order,
+                "number": numbers[daily.community_id].pop(0),
             }
             for daily in sorted(new, key=lambda d: d.daily_key)  # one lock order for concurrent writers
         ]

@@ -31,6 +31,7 @@ from bot.core.values import CommunityRef
 from bot.store import confidence, fast, fsrs, item_stats, question_ratings, statements
 from bot.store.communities import CommunityQueries
 from bot.store.communities import community_config as _config
+from bot.store.community_numbers import take_number
 from bot.store.dailies import DailyBatchQueries
 from bot.store.database import Database, insert_ignoring
 from bot.store.group import GroupCommit
@@ -85,6 +86,7 @@ def _round(row: Any) -> RoundRecord:
         late=bool(row.late),
         message_ref=row.message_ref,
         choice_order=row.choice_order,
+        number=row.number if row.number is not None else row.id,  # numbered by migration 0020
     )
 
 
@@ -296,6 +298,7 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
                 member_id=member_id,
                 opened_at=now,
                 choice_order=choice_order,
+                number=take_number(self.conn, "rounds_numbered", community_id),
             )
             .returning(statements.ROUNDS.c.id)
         ).scalar_one()
@@ -1187,11 +1190,13 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
             author_member=row.member_id,
             author_user=row.user_id,
             author_name=row.display_name,
+            number=row.number or 0,
         )
 
     def add_suggestion(
         self, community_id: int, member_id: int, channel_id: str, state: str, topic: str, body: str, now: datetime
     ) -> int:
+        sent = state != "draft"  # a draft is numbered when it is sent (set_suggestion)
         result = self.conn.execute(
             insert(Suggestion)
             .values(
@@ -1202,6 +1207,7 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
                 topic=topic,
                 body=body,
                 created_at=now,
+                number=take_number(self.conn, "suggestions_numbered", community_id) if sent else None,
             )
             .returning(col(Suggestion.id))
         )
@@ -1209,11 +1215,22 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
 
     def set_suggestion(self, suggestion_id: int, **values: Any) -> None:
         allowed = {"state", "topic", "body", "question_id", "note", "decided_at", "created_at"}
-        self.conn.execute(
-            update(Suggestion)
-            .where(col(Suggestion.id) == suggestion_id)
-            .values({k: v for k, v in values.items() if k in allowed})
-        )
+        changes = {k: v for k, v in values.items() if k in allowed}
+        if changes.get("state", "draft") != "draft":  # a draft sent: it takes its community's next number
+            found = self.conn.execute(
+                select(col(Suggestion.community_id), col(Suggestion.number)).where(col(Suggestion.id) == suggestion_id)
+            ).first()
+            if found is not None and found.number is None:
+                changes["number"] = take_number(self.conn, "suggestions_numbered", found.community_id)
+        self.conn.execute(update(Suggestion).where(col(Suggestion.id) == suggestion_id).values(changes))
+
+    def suggestion_by_number(self, community_id: int, number: int) -> int | None:
+        """The id of the community's question #`number` (what members and admins see and type)."""
+        return self.conn.execute(
+            select(col(Suggestion.id)).where(
+                col(Suggestion.community_id) == community_id, col(Suggestion.number) == number
+            )
+        ).scalar()
 
     def get_suggestion(self, suggestion_id: int) -> SuggestionRecord | None:
         row = self.conn.execute(self._suggestions().where(col(Suggestion.id) == suggestion_id)).first()

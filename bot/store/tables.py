@@ -31,6 +31,9 @@ class Community(SQLModel, table=True):
     # The settings' version: every change (and a new community) takes the next value of one
     # counter shared by all rows, so a scheduler's refresh reads only `version > last seen`.
     version: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    # What it has numbered (migration 0020): its rounds and its members' questions are #1, #2...
+    rounds_numbered: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    suggestions_numbered: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class Member(SQLModel, table=True):
@@ -56,6 +59,7 @@ class Round(SQLModel, table=True):
         Index("ix_rounds_community_kind", "community_id", "kind", "id"),
         Index("ix_rounds_member_open", "member_id", "closed_at"),
         Index("ix_rounds_due", "closed_at", "closes_at"),
+        Index("uq_rounds_community_number", "community_id", "number", unique=True),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -76,6 +80,7 @@ class Round(SQLModel, table=True):
     # The order the choices are shown in, drawn when the round opens: "2,0,3,1" means the
     # first shown choice is the bank's third. NULL (rounds from before 0003): the file order.
     choice_order: str | None = Field(default=None, max_length=16)
+    number: int | None = None  # its number in the community, as members see it (#1, #2...)
 
 
 class Answer(SQLModel, table=True):
@@ -274,6 +279,7 @@ class Suggestion(SQLModel, table=True):
     __table_args__ = (
         Index("ix_suggestions_state", "community_id", "state", "id"),
         Index("ix_suggestions_member", "member_id", "created_at"),
+        Index("uq_suggestions_community_number", "community_id", "number", unique=True),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -287,6 +293,7 @@ class Suggestion(SQLModel, table=True):
     note: str | None = Field(default=None, max_length=500)
     created_at: datetime
     decided_at: datetime | None = None
+    number: int | None = None  # its number in the community once sent (a draft has none)
 
 
 class MemberRating(SQLModel, table=True):

@@ -79,7 +79,7 @@ def _calibration_data(card: Calibration) -> dict[str, Any]:
 
 
 def _noted_data(card: ConfidenceNoted) -> dict[str, Any]:
-    return {"round_id": card.round_id, "sure": card.sure, "grade": card.grade, "due": card.due}
+    return {"round_id": card.round_id, "number": card.number, "sure": card.sure, "grade": card.grade, "due": card.due}
 
 
 def anki_saved(card: AnkiDeck, path: str) -> list[Message]:
@@ -103,6 +103,7 @@ def render(card: Card) -> list[Message]:
             )
             data = {
                 "round_id": card.round_id,
+                "number": card.number,
                 "question_id": card.question_id,
                 "choices": list(card.choices),
                 "round_kind": card.kind,
@@ -119,6 +120,7 @@ def render(card: Card) -> list[Message]:
                 "chosen": card.chosen,
                 "answer": card.answer,
                 "round_id": card.round_id,
+                "number": card.number,
             }
             if card.noted is not None:
                 data["confidence"] = _noted_data(card.noted)
@@ -128,13 +130,13 @@ def render(card: Card) -> list[Message]:
         case ConfidenceNoted():
             return [Message("user", "confidence", wording.noted(card), _noted_data(card))]
         case AlreadyNoted():
-            data = {"round_id": card.round_id, "sure": card.sure}
+            data = {"round_id": card.round_id, "number": card.number, "sure": card.sure}
             return [Message("user", "already_noted", wording.already_noted(card), data)]
         case AlreadyAnswered():
-            data = {"chosen": card.chosen, "round_id": card.round_id}
+            data = {"chosen": card.chosen, "round_id": card.round_id, "number": card.number}
             return [Message("user", "already_answered", wording.already_answered(card), data)]
         case RoundClosed():
-            data = {"answer": card.answer, "round_id": card.round_id}
+            data = {"answer": card.answer, "round_id": card.round_id, "number": card.number}
             return [Message("user", "closed", wording.round_closed(card), data)]
         case RevealCard():
             lines = [wording.reveal_title(card), card.prompt, _indent(wording.reveal_choice(c) for c in card.choices)]
@@ -152,6 +154,7 @@ def render(card: Card) -> list[Message]:
                 "answer": card.answer,
                 "counts": counts,
                 "round_id": card.round_id,
+                "number": card.number,
                 "question_ref": card.question_ref,
                 "question_id": card.question_id,
                 "author": card.author,
@@ -159,7 +162,11 @@ def render(card: Card) -> list[Message]:
             }
             return [Message("channel", "reveal", "\n".join(lines), data)]
         case AlreadyOpen():
-            return [Message("user", "notice", wording.already_open(card), {"round_id": card.round_id})]
+            return [
+                Message(
+                    "user", "notice", wording.already_open(card), {"round_id": card.round_id, "number": card.number}
+                )
+            ]
         case ScoreCard():
             data = {
                 "week_points": card.week_points,
@@ -201,7 +208,7 @@ def render(card: Card) -> list[Message]:
         case Notice():
             return [Message("user", "notice", card.text, {})]
         case SuggestionReceived():
-            data = {"suggestion_id": card.suggestion_id, "pending": card.pending}
+            data = {"number": card.number, "suggestion_id": card.suggestion_id, "pending": card.pending}
             return [Message("user", "suggestion", wording.suggestion_received(card), data)]
         case SuggestionRefused():
             data = {"fields": [p.field for p in card.problems], "problems": [p.reason for p in card.problems]}
@@ -214,10 +221,18 @@ def render(card: Card) -> list[Message]:
                 lines.append(_indent(wording.queue_item_lines(item)))
             if card.items:
                 lines.append(wording.QUEUE_COMMANDS)
-            data = {"waiting": card.waiting, "items": [item.suggestion_id for item in card.items]}
+            data = {
+                "waiting": card.waiting,
+                "items": [item.number for item in card.items],
+            }  # what /config approve N takes
             return [Message("user", "queue", "\n".join(lines), data)]
         case SuggestionDecided():
-            data = {"suggestion_id": card.suggestion_id, "action": card.action, "question_id": card.question_id}
+            data = {
+                "number": card.number,
+                "suggestion_id": card.suggestion_id,
+                "action": card.action,
+                "question_id": card.question_id,
+            }
             return [Message("user", "decided", wording.decided_admin(card), data)]
         case Problem():
             problem_data: dict[str, Any] = {"message": card.text}
