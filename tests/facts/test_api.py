@@ -15,6 +15,7 @@ import pytest
 import torch
 from torch.utils.checkpoint import (
     CheckpointError,
+    GraphExecGroup,
     checkpoint,
     checkpoint_sequential,
     create_selective_checkpoint_contexts,
@@ -306,3 +307,48 @@ def test_nested_checkpoint_reruns_the_inner_function_twice_in_backward() -> None
 
     checkpoint(bare_outer, torch.randn(4, 8, requires_grad=True), use_reentrant=False).sum().backward()
     assert calls == {"inner": 2, "outer": 2}
+
+
+def _two_output_runs(grouped: bool, shared: bool) -> tuple[int, torch.Tensor | str]:
+    """Runs of a checkpointed function with two outputs, backward called on each in turn
+    (the first with retain_graph=True), with or without one GraphExecGroup around both calls.
+    shared: both outputs go through one op (sin) inside the region. Returns (runs, x.grad)
+    or (runs, the error's class name)."""
+    torch.manual_seed(0)
+    w1 = torch.randn(8, 8, requires_grad=True)
+    w2 = torch.randn(8, 8, requires_grad=True)
+    x = torch.randn(4, 8, requires_grad=True)
+    runs = 0
+
+    def heads(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        nonlocal runs
+        runs += 1
+        h = t.sin() if shared else t
+        return torch.tanh(h @ w1), torch.tanh(h @ w2)
+
+    a, b = checkpoint(heads, x, use_reentrant=False)
+    try:
+        with GraphExecGroup() if grouped else contextlib.nullcontext():
+            a.sum().backward(retain_graph=True)
+            b.sum().backward()
+    except CheckpointError as error:
+        assert "already unpacked once" in str(error)
+        return runs, type(error).__name__
+    assert x.grad is not None
+    return runs, x.grad
+
+
+def test_graph_exec_group_shares_a_recompute_only_between_disjoint_calls() -> None:
+    # outputs on separate paths: each backward call reruns the region (1 + 2 runs) ...
+    runs_alone, grad_alone = _two_output_runs(grouped=False, shared=False)
+    assert runs_alone == 3
+    # ... and one group lets the second call use the first call's rerun: 1 + 1 runs
+    runs_grouped, grad_grouped = _two_output_runs(grouped=True, shared=False)
+    assert runs_grouped == 2
+    assert isinstance(grad_alone, torch.Tensor) and isinstance(grad_grouped, torch.Tensor)
+    assert torch.equal(grad_alone, grad_grouped)
+    # outputs that share an op need its saved tensor in both calls: fine without a group
+    # (3 runs), refused inside one (the second call finds the tensor already unpacked)
+    runs_shared, grad_shared = _two_output_runs(grouped=False, shared=True)
+    assert runs_shared == 3 and isinstance(grad_shared, torch.Tensor)
+    assert _two_output_runs(grouped=True, shared=True) == (2, "CheckpointError")

@@ -22,6 +22,9 @@ from functorch.compile import (
     make_boxed_func,
     min_cut_rematerialization_partition,
 )
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch import partitioners
+from torch._functorch.partitioners import get_default_op_list
 from torch._inductor.custom_graph_pass import CustomPartitionerFn
 from torch._inductor.utils import run_fw_bw_and_get_code
 from torch.utils.checkpoint import checkpoint
@@ -196,6 +199,118 @@ def test_min_cut_default_budget_never_recomputes_matmul() -> None:
     _, bw = _partition(three_layers, min_cut_rematerialization_partition, 4)
     # 3 forward matmuls -> exactly 2 gradient matmuls each, no recomputed matmul
     assert _bw_targets(bw).count(MM) == 6
+    # why: at the default the partitioner recomputes only ops on its allowlist of cheap
+    # ones (pointwise, views, ...); mm is not on it, and it is on the compute-intensive list
+    # that still bans it when the allowlist is switched off
+    aten = torch.ops.aten
+    ops = get_default_op_list()
+    assert functorch_config.ban_recompute_not_in_allowlist is True
+    assert aten.sin in ops.recomputable_ops and aten.relu in ops.recomputable_ops
+    assert aten.mm not in ops.recomputable_ops and aten.convolution not in ops.recomputable_ops
+    assert aten.mm in ops.compute_intensive_ops and aten.convolution in ops.compute_intensive_ops
+    with functorch_config.patch(ban_recompute_not_in_allowlist=False):
+        _, bw_denylist = _partition(three_layers, min_cut_rematerialization_partition, 4)
+    assert _bw_targets(bw_denylist).count(MM) == 6
+
+
+class _KnapsackSpy:
+    """Wraps the partitioner's knapsack entry point: records each call's candidates
+    (output shapes), their normalised sizes and estimated runtimes."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[dict[str, object]] = []
+        original = partitioners._optimize_runtime_with_given_memory
+
+        def spy(joint_graph, memory, runtimes, max_memory, node_info, nodes):  # type: ignore[no-untyped-def]
+            self.calls.append(
+                {
+                    "shapes": [tuple(n.meta["val"].shape) for n in nodes],
+                    "memory": list(memory),
+                    "runtimes": list(runtimes),
+                }
+            )
+            return original(joint_graph, memory, runtimes, max_memory, node_info, nodes)
+
+        monkeypatch.setattr(partitioners, "_optimize_runtime_with_given_memory", spy)
+
+
+# Three independent matmuls; the largest output is also by far the costliest to compute:
+# (16x256)@(256x16) -> 16x16, 131072 FLOPs; (12x2)@(2x12) -> 12x12, 576; (10x2)@(2x10) -> 10x10, 400
+_KNAPSACK_SHAPES = [(16, 256), (256, 16), (12, 2), (2, 12), (10, 2), (2, 10)]
+
+
+def three_matmuls(a, wa, b, wb, c, wc):  # type: ignore[no-untyped-def]
+    return torch.mm(a, wa).relu().sum() + torch.mm(b, wb).relu().sum() + torch.mm(c, wc).relu().sum()
+
+
+def _recomputed_matmuls(budget: float) -> list[tuple[int, ...]]:
+    """Output shapes of the forward matmuls that the backward graph reruns at this budget."""
+    graphs: dict[str, torch.fx.GraphModule] = {}
+
+    def bw(gm, _inputs):  # type: ignore[no-untyped-def]
+        graphs["bw"] = gm
+        return make_boxed_func(gm)
+
+    compiled = aot_function(
+        three_matmuls,
+        fw_compiler=lambda gm, _: make_boxed_func(gm),
+        bw_compiler=bw,
+        partition_fn=min_cut_rematerialization_partition,
+    )
+    torch.manual_seed(0)
+    with functorch_config.patch(activation_memory_budget=budget):
+        compiled(*[torch.randn(*s, requires_grad=True) for s in _KNAPSACK_SHAPES]).backward()
+    # a rerun forward matmul is the only square mm in backward (gradient matmuls are not)
+    shapes = [tuple(n.meta["val"].shape) for n in graphs["bw"].graph.nodes if n.target is MM]
+    return sorted(s for s in shapes if s[0] == s[1])
+
+
+def test_budget_knapsack_keeps_the_costly_matmul_and_reruns_cheap_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    # defaults: runtime estimated from FLOP counts, a dynamic-programming knapsack solver
+    assert functorch_config.activation_memory_budget_runtime_estimator == "flops"
+    assert functorch_config.activation_memory_budget_solver == "dp"
+    spy = _KnapsackSpy(monkeypatch)
+    # budget 1: the default min cut, no knapsack and no matmul rerun
+    assert _recomputed_matmuls(1.0) == [] and spy.calls == []
+    # budget 0.55: no cheap-op cut fits, so the knapsack gets the three matmuls
+    rerun = _recomputed_matmuls(0.55)
+    (call,) = spy.calls
+    assert call["shapes"] == [(16, 16), (12, 12), (10, 10)]
+    # their cost is a FLOP count (2*m*k*n), not a timing
+    assert call["runtimes"] == [2 * 16 * 256 * 16, 2 * 12 * 2 * 12, 2 * 10 * 2 * 10]
+    memory = call["memory"]
+    assert isinstance(memory, list) and memory[0] > 0.5 > memory[1] + memory[2]
+    # it keeps the largest, costliest output and reruns the two cheap ones, although
+    # dropping the largest alone would also have met the budget (0.29 + 0.2 < 0.55)
+    assert rerun == [(10, 10), (12, 12)]
+
+
+def test_knapsack_runs_only_when_cheap_recomputes_cannot_meet_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = _KnapsackSpy(monkeypatch)
+    # on mm-sin-cos-exp-mm, budget 0.9 is met by recomputing more pointwise ops (exp too):
+    # the partitioner's looser min cuts fit, no knapsack, no matmul rerun
+    with functorch_config.patch(activation_memory_budget=0.9):
+        saved, bw = _partition(chain, min_cut_rematerialization_partition, 3)
+    assert "exp" not in saved and "mm" in saved
+    assert spy.calls == [] and _bw_targets(bw).count(MM) == 4
+    # a tighter budget reaches the knapsack
+    with functorch_config.patch(activation_memory_budget=0.3):
+        _partition(chain, min_cut_rematerialization_partition, 3)
+    assert len(spy.calls) == 1
+
+
+def test_lower_budgets_save_fewer_bytes_and_rerun_more_matmuls() -> None:
+    """The demo's budget curve, 1 -> 0.5 -> 0, on a small block: the bytes saved for backward
+    fall at each step and the backward graph's matmul count rises (6 is the gradient ones)."""
+    saved_bytes: list[int] = []
+    matmuls: list[int] = []
+    for budget in (1.0, 0.5, 0.0):
+        with functorch_config.patch(activation_memory_budget=budget):
+            saved_bytes.append(_saved_bytes_min_cut(three_layers, 4))
+            _, bw = _partition(three_layers, min_cut_rematerialization_partition, 4)
+        matmuls.append(_bw_targets(bw).count(MM))
+    assert saved_bytes[0] > saved_bytes[1] > saved_bytes[2]
+    assert matmuls[0] == 6 < matmuls[1] < matmuls[2]
 
 
 def test_budget_zero_recomputes_like_full_checkpointing() -> None:
@@ -216,6 +331,43 @@ def test_budget_lives_in_functorch_config_not_dynamo() -> None:
         torch._dynamo.config.activation_memory_budget = 0.5  # the blog's spelling
     with pytest.raises(AttributeError):
         _ = torch._dynamo.config.activation_memory_budget
+    # 2.13 also has a region-scoped prototype, torch.autograd.graph.region_activation_memory_budget:
+    # it only annotates a compiled region for the same partitioner, which overrides the global
+    # value with it, and it refuses to run outside torch.compile
+    assert _compiled_backward_matmuls(None) == 6  # the global default, 1.0
+    assert _compiled_backward_matmuls(0.0) == 9  # the region's 0.0: every matmul rerun
+    with pytest.raises(RuntimeError, match="inside a torch.compile region"):
+        with torch.autograd.graph.region_activation_memory_budget(0.0):
+            pass
+
+
+def _compiled_backward_matmuls(region_budget: float | None) -> int:
+    """Backward matmuls of three_layers under torch.compile (AOTAutograd, min-cut partitioner),
+    with its whole body inside region_activation_memory_budget(region_budget) unless None."""
+    graphs: dict[str, torch.fx.GraphModule] = {}
+
+    def bw(gm, _inputs):  # type: ignore[no-untyped-def]
+        graphs["bw"] = gm
+        return make_boxed_func(gm)
+
+    backend = aot_autograd(
+        fw_compiler=lambda gm, _: make_boxed_func(gm),
+        bw_compiler=bw,
+        partition_fn=min_cut_rematerialization_partition,
+    )
+
+    def f(a, w1, w2, w3):  # type: ignore[no-untyped-def]
+        if region_budget is None:
+            return three_layers(a, w1, w2, w3)
+        with torch.autograd.graph.region_activation_memory_budget(region_budget):
+            return three_layers(a, w1, w2, w3)
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    args = [torch.randn(8, 8, requires_grad=True) for _ in range(4)]
+    torch.compile(f, backend=backend, fullgraph=True)(*args).sum().backward()
+    torch._dynamo.reset()
+    return _bw_targets(graphs["bw"]).count(MM)
 
 
 def test_dynamo_wraps_checkpoint_as_higher_order_op_or_falls_back_to_eager() -> None:

@@ -170,16 +170,29 @@ def test_batchnorm_running_stats_updated_twice(use_reentrant: bool) -> None:
 @BOTH
 def test_side_effects_run_again_in_backward(use_reentrant: bool) -> None:
     calls = [0]
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 4)
 
     def body(a: torch.Tensor) -> torch.Tensor:
-        calls[0] += 1  # e.g. a step counter or a log line
-        return a.sin().cos()
+        calls[0] += 1  # e.g. a step counter or a log line, on the first line
+        return torch.nn.functional.gelu(lin(a))
 
-    x = torch.randn(3, requires_grad=True)
+    x = torch.randn(3, 4, requires_grad=True)
     y = checkpoint(body, x, use_reentrant=use_reentrant)
-    assert calls[0] == 1
+    assert calls[0] == 1  # forward calls the function at once, it does not defer it
     y.sum().backward()
-    assert calls[0] == 2
+    assert calls[0] == 2  # the recompute called it again, early stop or not
+
+    # the condition the prompt names (a layer): a region that saves nothing for backward is
+    # never rerun by the non-reentrant variant, while the reentrant one always reruns it
+    calls[0] = 0
+
+    def saves_nothing(a: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        return a * 2  # a multiply by a Python number keeps no tensor for backward
+
+    checkpoint(saves_nothing, x, use_reentrant=use_reentrant).sum().backward()
+    assert calls[0] == (2 if use_reentrant else 1)
 
 
 def test_frozen_input_reentrant_gives_none_grads() -> None:
@@ -208,12 +221,19 @@ def test_reentrant_ignores_tensors_inside_a_list() -> None:
     def body(items: list[torch.Tensor]) -> torch.Tensor:
         return lin(items[0])
 
+    # forward finds no top-level tensor that requires grad, and says so
+    with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True"):
+        y = checkpoint(body, [x], use_reentrant=True)
+    assert not y.requires_grad
+    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
+        y.sum().backward()  # the prompt's call: a backward from y alone
+    # had y fed a layer with weights, backward would run and x and lin would learn nothing
+    head = torch.nn.Linear(4, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         y = checkpoint(body, [x], use_reentrant=True)
-    assert not y.requires_grad
-    with pytest.raises(RuntimeError, match="does not require grad"):
-        y.sum().backward()
+    head(y).sum().backward()
+    assert x.grad is None and lin.weight.grad is None and head.weight.grad is not None
     y = checkpoint(body, [x], use_reentrant=False)
     y.sum().backward()
     assert x.grad is not None
@@ -238,21 +258,42 @@ def test_value_change_gives_silently_wrong_gradient() -> None:
 
     def body(a: torch.Tensor) -> torch.Tensor:
         state["calls"] += 1
-        return (a * float(state["calls"])).sin()  # same shape, different values on recompute
+        scale = float(state["calls"])  # 1.0 in forward, 2.0 in the recompute
+        return torch.sin(a * scale)  # same shape, different values on recompute
 
-    x = torch.randn(5, requires_grad=True)
+    x = torch.randn(5, generator=torch.Generator().manual_seed(0), requires_grad=True)
     y = checkpoint(body, x, use_reentrant=False)
-    y.sum().backward()  # no error
-    x_ref = x.detach().clone().requires_grad_()
-    x_ref.sin().sum().backward()
-    assert not torch.allclose(x.grad, x_ref.grad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning either
+        y.sum().backward()  # and no error
+    assert state["calls"] == 2
+    right = torch.cos(x.detach())  # d/dx sin(1.0 * x)
+    assert not torch.allclose(x.grad, right)
+    # backward mixed the runs: sin's saved input came from the recompute (scale 2), the
+    # multiply's own factor from forward (scale 1)
+    assert torch.allclose(x.grad, torch.cos(2 * x.detach()))
+
+    # the condition the prompt names: the changed value must reach a tensor saved for
+    # backward. With x * scale alone the multiply keeps its forward factor and nothing is rerun.
+    state["calls"] = 0
+    x.grad = None
+
+    def scale_only(a: torch.Tensor) -> torch.Tensor:
+        state["calls"] += 1
+        return a * float(state["calls"])
+
+    checkpoint(scale_only, x, use_reentrant=False).sum().backward()
+    assert state["calls"] == 1 and torch.equal(x.grad, torch.ones(5))  # forward's factor, 1.0
 
 
 @BOTH
 def test_autocast_state_is_replayed_in_recompute(use_reentrant: bool) -> None:
     dtypes: list[torch.dtype] = []
 
+    enabled: list[bool] = []
+
     def body(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        enabled.append(torch.is_autocast_enabled("cpu"))
         out = a @ w
         dtypes.append(out.dtype)
         # sin saves the matmul's output, so even the default early stop has to rerun the matmul
@@ -266,8 +307,10 @@ def test_autocast_state_is_replayed_in_recompute(use_reentrant: bool) -> None:
     with torch.autocast("cpu", dtype=torch.bfloat16):
         y = checkpoint(body, a, w, use_reentrant=use_reentrant)  # the defaults otherwise
     assert dtypes == [torch.bfloat16]
+    assert not torch.is_autocast_enabled("cpu")
     y.sum().backward()  # backward runs outside autocast
     assert dtypes == [torch.bfloat16, torch.bfloat16]  # the recompute ran the matmul in bf16 again
+    assert enabled[-2:] == [True, True]  # inside the rerun, forward's autocast was back on
 
 
 def _draw_after_step(mode: str) -> float:
@@ -329,3 +372,41 @@ def test_gradient_penalty_through_checkpoint_needs_non_reentrant() -> None:
     assert x.grad.grad_fn is None
     with pytest.raises(RuntimeError, match="does not require grad"):
         x.grad.pow(2).sum().backward()
+
+
+def test_compiled_gradients_differ_by_the_decompositions_rounding() -> None:
+    """The /demo's budget rows on the CPU compile with aot_eager_decomp_partition: the
+    partitioner plus Inductor's decompositions, no code generation or fusion. The same
+    partitioner without decompositions (aot_eager) matches eager bit for bit, so the last-bit
+    difference comes from the decomposed ops, and it is the same whatever the budget."""
+    import torch._dynamo
+    from torch import nn
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.LayerNorm(64), nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
+    x = torch.randn(32, 64)
+
+    def grads(forward) -> list[torch.Tensor]:  # type: ignore[no-untyped-def]
+        net.zero_grad()
+        forward(x).pow(2).mean().backward()
+        return [p.grad.clone() for p in net.parameters()]
+
+    def largest_difference(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+        return max((p - q).abs().max().item() for p, q in zip(a, b, strict=True))
+
+    eager = grads(net)
+    assert largest_difference(eager, grads(lambda t: checkpoint(net, t, use_reentrant=False))) == 0.0
+    diffs = {}
+    try:
+        for backend in ("aot_eager", "aot_eager_decomp_partition"):
+            for budget in (1.0, 0.0):
+                torch._dynamo.reset()
+                with torch._functorch.config.patch(activation_memory_budget=budget):
+                    diffs[backend, budget] = largest_difference(eager, grads(torch.compile(net, backend=backend)))
+    finally:
+        torch._dynamo.reset()
+    scale = max(g.abs().max().item() for g in eager)
+    assert diffs["aot_eager", 1.0] == diffs["aot_eager", 0.0] == 0.0  # no decompositions: exact
+    decomposed = diffs["aot_eager_decomp_partition", 1.0]
+    assert 0.0 < decomposed < 1e-6 * scale  # the last bits of float32, not a different gradient
+    assert diffs["aot_eager_decomp_partition", 0.0] == decomposed  # budget 1 (no recompute) as budget 0

@@ -80,6 +80,23 @@ def test_saved_activation_bytes_grow_linearly_with_batch_and_sequence() -> None:
     assert activation_bytes(model, torch.randn(4, 16, 32)) == 2 * base  # batch x2
     assert activation_bytes(model, torch.randn(2, 32, 32)) == 2 * base  # sequence x2
     assert activation_bytes(model, torch.randn(8, 64, 32)) == 16 * base
+    # the global batch does not count: four accumulated micro-batches of 2 hold, at their
+    # highest, what one micro-batch holds, a quarter of what a batch of 8 holds in one go
+    whole = torch.randn(8, 16, 32)
+    with SavedMeter(ignore=param_ptrs(model)) as m:
+        model(whole).square().mean().backward()
+    at_once = m.peak
+    with SavedMeter(ignore=param_ptrs(model)) as m:
+        for micro in (c.clone() for c in whole.chunk(4)):  # own storage, as a loader's batch has
+            (model(micro).square().mean() / 4).backward()
+        accumulated = m.peak
+    # (each peak also holds the model output that the loss's square keeps)
+    micro_output = 2 * 16 * 32 * 4
+    assert accumulated == base + micro_output and at_once == 4 * accumulated
+    # nor does the optimizer: its state lives beside the activations, not in them
+    for opt in (torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.AdamW(model.parameters())):
+        opt.step()  # state created (AdamW's two fp32 moments), activations of the next step the same
+        assert activation_bytes(model, torch.randn(2, 16, 32)) == base
 
 
 class UnfusedAttention(nn.Module):
@@ -106,6 +123,19 @@ def test_unfused_attention_saves_a_tensor_quadratic_in_sequence_length() -> None
     quadratic = (f[32] - 2 * f[16]) // 2
     assert quadratic == b * a * 16 * 16 * 4  # one fp32 (b, a, s, s) softmax output
     assert f[32] > 2 * f[16]
+    # and that s x s tensor is the softmax's output, kept once for softmax's backward and
+    # for the multiply by V (one storage, two saves)
+    square: list[tuple[str, int]] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        if t.shape[-2:] == (16, 16):
+            square.append((type(t.grad_fn).__name__, t.untyped_storage().data_ptr()))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        attn(torch.randn(b, 16, h))
+    assert len(square) == 2 and len({ptr for _, ptr in square}) == 1
+    assert square[0][0].startswith(("SoftmaxBackward", "SafeSoftmaxBackward"))
 
 
 def test_checkpointed_layer_keeps_only_its_input() -> None:
@@ -130,6 +160,9 @@ def test_autocast_saves_16_bit_activations_and_a_16_bit_weight_copy() -> None:
     assert all(dtype == torch.bfloat16 for _, dtype in saved)
     assert lin.weight.dtype == torch.float32  # the fp32 weight stays too
     assert out.dtype == torch.bfloat16
+    # the parameter's gradient flows back through the cast and lands in fp32, full size
+    out.float().sum().backward()
+    assert lin.weight.grad is not None and lin.weight.grad.dtype == torch.float32
 
 
 def test_saved_activations_peak_at_end_of_forward_and_are_freed_during_backward() -> None:
