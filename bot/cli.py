@@ -723,6 +723,7 @@ def jobs(
                 [
                     {
                         "id": j.id,
+                        "number": j.number,  # in its community, as its members saw it
                         "platform": j.platform,
                         "community": j.community,
                         "channel": j.channel_id,

@@ -298,7 +298,7 @@ def check_web(settings: Settings) -> Check | None:
             "web page",
             "warn",
             "STUDYBOT_WEB_URL is set but STUDYBOT_WEB_SECRET is not: /score and /config carry no links",
-            "set STUDYBOT_WEB_SECRET to python -c \"import secrets; print(secrets.token_urlsafe(32))\"'s output",
+            'set STUDYBOT_WEB_SECRET to python -c "import secrets; print(secrets.token_urlsafe(32))"\'s output',
         )
     links = "with signed links" if settings.web_url else "public pages only (no STUDYBOT_WEB_URL)"
     return Check("web page", "ok", f"served on port {settings.web_port}, {links}; /healthz for health checks")

@@ -14,7 +14,7 @@ from alembic.config import Config
 from sqlalchemy import create_engine, text
 
 from bot.core import wording
-from bot.core.engine import StudyEngine
+from bot.core.engine import DemoPolicy, StudyEngine
 from bot.core.errors import NotFound
 from bot.core.values import (
     AlreadyOpen,
@@ -113,3 +113,15 @@ def test_an_upgraded_database_numbers_its_rows_in_order(tmp_path: Path) -> None:
         assert [tuple(c) for c in counters] == [(1, 3), (2, 2)]
     finally:
         db.dispose()
+
+
+def test_demo_jobs_are_numbered_per_community(engine: StudyEngine) -> None:
+    engine.demos = DemoPolicy(cooldown_s=0)
+    tiny = "checkpoint layers=2 tokens=64 width=16 repeat=1 strategies=none,block"
+    first = engine.request_demo(member(OLD, "Ann"), OLD, tiny)
+    second = engine.request_demo(member(OLD, "Bob"), OLD, tiny)
+    fresh = engine.request_demo(member(NEW, "Cy"), NEW, tiny)
+    assert (first.number, second.number, fresh.number) == (1, 2, 1)
+    assert wording.demo_queued(fresh).startswith("Demo #1 (")
+    [entry] = engine.demos_page(CommunityRef("discord", "new-guild")).demos  # the web page's list
+    assert entry.number == 1 and entry.job_id == fresh.job_id

@@ -45,7 +45,7 @@ from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import TEST_BANK, FakeClock
 from tests.fakes.discord_server import EPHEMERAL, FakeDiscord, guild_id_for_shard, snowflake, user
-from tests.test_suggestions import CHOICES, PROMPT, REF, TRAP, WHYS
+from tests.test_suggestions import CHOICES, PROMPT, REF, TRAP, WHYS, good_form
 
 ORIGINAL_GATEWAY = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
 ORIGINAL_BASE = discord.http.Route.BASE
@@ -434,7 +434,16 @@ async def test_demo_cards_render_and_progress_edits(world: World, tmp_path: Path
         chart.write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 64)
         where = ChannelRef("discord", world.guild, world.channel)
         progress = DemoProgressCard(
-            1, "demos.checkpoint", where, shown["id"], "peak memory", ("strategy", "peak"), (("none", "10 MiB"),), 1, 2
+            1,
+            1,
+            "demos.checkpoint",
+            where,
+            shown["id"],
+            "peak memory",
+            ("strategy", "peak"),
+            (("none", "10 MiB"),),
+            1,
+            2,
         )
         await running.runtime.demo_progress(progress)
         assert "1 of 2" in fake.messages[shown["id"]]["content"]
@@ -445,7 +454,7 @@ async def test_demo_cards_render_and_progress_edits(world: World, tmp_path: Path
         posted = fake.messages[ref]
         assert posted["_files"][0].startswith("chart.png:") and posted["_files"][0].endswith("89504e470d0a1a0a")
         assert posted["embeds"][0]["image"]["url"] == "attachment://chart.png"
-        failed = await running.bot.study.send(where, DemoFailedCard(2, "demos.checkpoint", "out of memory"))
+        failed = await running.bot.study.send(where, DemoFailedCard(2, 2, "demos.checkpoint", "out of memory"))
         assert "did not finish" in fake.messages[failed]["content"]
     finally:
         await running.stop()
@@ -981,9 +990,13 @@ async def test_suggest_through_both_forms_to_the_daily_round(world: World) -> No
 
         click = await fake.click(kept["id"], button["custom_id"], ALICE)
         second = await fake.opened_form(click)
-        assert second["custom_id"] == button["custom_id"] and len(second["components"]) == 3
+        assert second["custom_id"] == button["custom_id"] and len(second["components"]) == 5
+        optional = {
+            r["components"][0]["custom_id"]: r["components"][0].get("required", True) for r in second["components"]
+        }
+        assert optional == {"whys": True, "trap": True, "explain": False, "hint": False, "refs": True}
         thanks = await fake.answered(await fake.submit(click, second_part()))
-        assert thanks["flags"] & EPHEMERAL and f"question #{draft} is waiting" in thanks["content"]
+        assert thanks["flags"] & EPHEMERAL and "question #1 is waiting" in thanks["content"]  # the guild's first
 
         queue = await world.slash("config", ADMIN, admin=True, setting="suggestions")
         assert queue["flags"] & EPHEMERAL and "waiting: 1" in queue["content"]
@@ -1031,17 +1044,78 @@ async def test_suggest_refusals_name_the_field_privately(world: World) -> None:
         kept = await suggest_first(world, ALICE, first_part())
         [button] = buttons(kept)
         click = await fake.click(kept["id"], button["custom_id"], ALICE)
-        short = await fake.answered(await fake.submit(click, second_part(whys="\n".join(WHYS[:2]))))
+        hint = "Think about what the backward pass needs from the forward."
+        typed = second_part(whys="\n".join(WHYS[:2]), hint=hint, explain="Recomputation reruns the same forward.")
+        short = await fake.answered(await fake.submit(click, typed))
         assert short["flags"] & EPHEMERAL and "why of choice C:" in short["content"]
         [retry] = buttons(short)  # the refusal carries the button that opens the second form again
         assert retry["custom_id"] == button["custom_id"]
         again = await fake.click(short["id"], retry["custom_id"], ALICE)
-        thanks = await fake.answered(await fake.submit(again, second_part()))
+        reopened = await fake.opened_form(again)  # filled in with what was typed, the hint included
+        shown = {r["components"][0]["custom_id"]: r["components"][0].get("value") for r in reopened["components"]}
+        assert shown["hint"] == hint and shown["trap"] == TRAP and shown["explain"] == typed["explain"]
+        thanks = await fake.answered(await fake.submit(again, second_part(hint=hint)))
         assert "is waiting for the admins" in thanks["content"]
 
         forged = fake.bot_message(world.channel, ["sb1:sg:x"])  # a tampered continue button
         expired = await fake.answered(await fake.click(forged["id"], "sb1:sg:x", ALICE))
         assert expired["content"] == wording.STALE_BUTTON and expired["flags"] & EPHEMERAL
+    finally:
+        await running.stop()
+    assert fake.violations == []
+
+
+async def test_a_prompt_refused_at_the_second_form_reopens_the_first_form_and_keeps_the_second(
+    world: World,
+) -> None:
+    """The same prompt reaches the bank between Alice's two forms: the second form is refused on
+    the prompt (a first-form field), its button opens the FIRST form filled in with what she
+    typed, and after she fixes the prompt her second form opens again with the whys, trap and
+    hint she had typed there."""
+    running = await world.start()
+    fake = world.fake
+    try:
+        kept = await suggest_first(world, ALICE, first_part())
+        [button] = buttons(kept)
+        click = await fake.click(kept["id"], button["custom_id"], ALICE)
+        # meanwhile Bob's question with the same prompt is sent and approved
+        bob = running.engine.suggest(
+            UserRef("discord", world.guild, BOB["id"], "bob"),
+            ChannelRef("discord", world.guild, world.channel),
+            good_form(  # the same prompt, in Bob's own words otherwise
+                whys=(
+                    "Bob's why: the rerun computes the same values, so the learned weights do not move at all.",
+                    "Bob's why: nothing about the weights is approximated when a layer is run a second time.",
+                    "Bob's why: every layer still runs in the forward pass; only its saved outputs are dropped.",
+                ),
+                trap="Bob's trap: reading a memory technique as a change to the model's mathematics.",
+            ),
+        )
+        assert isinstance(bob, SuggestionReceived)
+        running.engine.decide_suggestion(CommunityRef("discord", world.guild), bob.suggestion_id, "approve")
+        hint = "Think about what the backward pass needs from the forward."
+        refused = await fake.answered(await fake.submit(click, second_part(hint=hint)))
+        assert refused["flags"] & EPHEMERAL and "prompt" in refused["content"].lower()
+        [retry] = buttons(refused)
+        assert retry["custom_id"].startswith("sb1:sf:")  # the first form's button, not the second's
+        again = await fake.click(refused["id"], retry["custom_id"], ALICE)
+        first = await fake.opened_form(again)
+        shown = {r["components"][0]["custom_id"]: r["components"][0].get("value") for r in first["components"]}
+        assert shown["prompt"] == PROMPT and shown["choices"] == "\n".join(CHOICES)
+        fixed = first_part(
+            prompt="During backward, what must a checkpointed block do before its weights get gradients?",
+            choices="Recompute what it dropped\nRead its activations from disk\nSkip its weights this step",
+        )
+        kept_again = await fake.answered(await fake.submit(again, fixed))
+        [resume] = buttons(kept_again)  # the first part is kept; the second form opens filled in
+        reopen = await fake.click(kept_again["id"], resume["custom_id"], ALICE)
+        second = await fake.opened_form(reopen)
+        typed = {r["components"][0]["custom_id"]: r["components"][0].get("value") for r in second["components"]}
+        assert typed["whys"] == "\n".join(WHYS) and typed["trap"] == TRAP and typed["hint"] == hint
+        thanks = await fake.answered(await fake.submit(reopen, second_part(hint=hint)))
+        assert "is waiting for the admins" in thanks["content"], thanks["content"]
+        queue = running.engine.suggestion_queue(CommunityRef("discord", world.guild))
+        assert [item.prompt for item in queue.items] == [fixed["prompt"]]
     finally:
         await running.stop()
     assert fake.violations == []

@@ -659,6 +659,7 @@ async def test_demo_result_progress_and_failure_render(slack: Slack, tmp_path: P
     await slack.bot.show_progress(
         DemoProgressCard(
             7,
+            7,
             "demos.checkpoint",
             ChannelRef("slack", "T1", "C1"),
             ref,
@@ -693,7 +694,7 @@ async def test_demo_result_progress_and_failure_render(slack: Slack, tmp_path: P
     complete = slack.fake.of("files.completeUploadExternal")[-1].params
     assert complete["channel_id"] == "C1" and complete["thread_ts"] == queued["ts"]
 
-    failed = DemoFailedCard(8, "demos.checkpoint", "it ran out of time", message_ref=None)
+    failed = DemoFailedCard(8, 8, "demos.checkpoint", "it ran out of time", message_ref=None)
     ref2 = await slack.bot.send(ChannelRef("slack", "T1", "C1"), failed)
     assert ref2 and "did not finish" in block_text(slack.fake.of("chat.postMessage")[-1].params)
 

@@ -105,10 +105,17 @@ class DemoJobsMixin(EngineBase):
                 community.id, channel.channel_id, user.user_id, name, request.module, request.args, now
             )
             position = tx.demo_position(job_id, community.id)
+            queued = tx.get_demo(job_id)
         log.info("queued demo %s (%s) for %s at position %s", job_id, request.module, channel, position)
         guesses = takes_guesses(request.module, request.args)
         return DemoQueued(
-            job_id=job_id, position=position, module=request.module, user=name, args=request.args, guesses=guesses
+            job_id=job_id,
+            number=queued.number if queued else 0,
+            position=position,
+            module=request.module,
+            user=name,
+            args=request.args,
+            guesses=guesses,
         )
 
     def demo_message(self, job_id: int, message_ref: str) -> None:

@@ -164,6 +164,7 @@ def progress_card(job: DemoJobRecord) -> DemoProgressCard:
     is_checkpoint = job.module == "demos.checkpoint"
     return DemoProgressCard(
         job_id=job.id,
+        number=job.number,
         module=job.module,
         channel=ChannelRef(job.platform, job.community, job.channel_id),
         message_ref=job.message_ref,
@@ -179,7 +180,9 @@ def outcome_card(job: DemoJobRecord) -> DemoResultCard | DemoFailedCard:
     """What is posted when a demo ends: its result table, or why it did not finish."""
     if job.state != "done" or not job.result:
         reason = job.error or "it stopped without a result."
-        return DemoFailedCard(job_id=job.id, module=job.module, text=reason, message_ref=job.message_ref)
+        return DemoFailedCard(
+            job_id=job.id, number=job.number, module=job.module, text=reason, message_ref=job.message_ref
+        )
     data = json.loads(job.result)
     wall = float(data.get("wall_s") or 0.0)
     if not wall and job.started_at and job.finished_at:

@@ -98,7 +98,7 @@ class OutboxMixin(EngineBase):
         if row.kind == "demo":
             job = tx.get_demo(int(row.key))
             if job is None:
-                raise NotFound(f"Demo #{row.key} is gone.")
+                raise NotFound("That demo is gone.")
             return self._with_guesses(tx, outcome_card(job))
         if row.kind == "question":
             round_row = tx.get_round(int(row.key))
@@ -164,6 +164,8 @@ class OutboxMixin(EngineBase):
                 shown[row.id] = str(rounds[key].number)
             elif key is not None and row.kind == "decision" and (found := tx.get_suggestion(key)) is not None:
                 shown[row.id] = str(found.number)
+            elif key is not None and row.kind == "demo" and (job := tx.get_demo(key)) is not None:
+                shown[row.id] = str(job.number)
         return [OutboxMixin._alert(row, shown.get(row.id, row.key)) for row in rows]
 
     @staticmethod

@@ -173,6 +173,7 @@ def demo_entry(job: DemoJobRecord) -> DemoEntry:
         result = card if isinstance(card, DemoResultCard) else None
     return DemoEntry(
         job_id=job.id,
+        number=job.number,
         module=job.module,
         user=job.user_name,
         state=job.state,

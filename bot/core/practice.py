@@ -114,10 +114,11 @@ class PracticeMixin(EngineBase):
         return self._submit(user, channel, form, draft_id)
 
     def suggest_draft(
-        self, user: UserRef, channel: ChannelRef, form: SuggestionForm
+        self, user: UserRef, channel: ChannelRef, form: SuggestionForm, again: int | None = None
     ) -> SuggestionDraft | SuggestionRefused:
         """Discord's first form (topic, level, prompt, choices, the right one): its fields
-        checked as far as they go, then kept as a draft the second form completes."""
+        checked as far as they go, then kept as a draft the second form completes. `again`: the
+        member's refused draft this form fixes; what its second form had is kept with it."""
         placeholder = "This placeholder explanation is long enough to pass the why rule."
         trial = SuggestionForm(
             topic=form.topic,
@@ -135,6 +136,10 @@ class PracticeMixin(EngineBase):
             _, problems = forms.check(trial, self._pool(tx, community.id))
             problems = tuple(p for p in problems if not p.field.startswith("why_") and p.field not in ("trap", "refs"))
             member_id = self._member(tx, community.id, user)
+            earlier = tx.get_suggestion(again) if again is not None else None
+            if earlier is not None and earlier.state == "draft" and earlier.author_member == member_id:
+                had = forms.draft_form(earlier.body)
+                form = replace(form, whys=had.whys, trap=had.trap, explain=had.explain, hint=had.hint, refs=had.refs)
             if problems:  # what was typed is kept, so the form opens again filled in
                 tx.drop_drafts(member_id)
                 kept = tx.add_suggestion(
@@ -188,8 +193,9 @@ class PracticeMixin(EngineBase):
             if question is None:
                 if draft_id is None:
                     return SuggestionRefused(problems)
-                tx.set_suggestion(draft_id, body=forms.form_body(form))  # the second form opens again filled in
-                return SuggestionRefused(problems, retry_id=f"{SUGGEST_PREFIX}{draft_id}")
+                tx.set_suggestion(draft_id, body=forms.form_body(form))  # the forms open again filled in
+                first = any(forms.in_first_form(p.field) for p in problems)  # e.g. a near-duplicate prompt
+                return SuggestionRefused(problems, retry_id=f"{RETRY_PREFIX if first else SUGGEST_PREFIX}{draft_id}")
             self._limits(tx, member_id, now)
             body = forms.to_body(question)
             if draft_id is not None:

@@ -124,6 +124,7 @@ class DemoJobRecord:
     started_at: datetime | None
     finished_at: datetime | None
     failure: str | None = None  # why it failed: the member's run or the bot's (migration 0021)
+    number: int = 0  # its number in its community, as members see it (Demo #1)
 
 
 @dataclass(frozen=True)

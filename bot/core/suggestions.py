@@ -118,6 +118,11 @@ def field_problems(form: SuggestionForm, field: str, existing: Sequence[Question
     return tuple(p for p in problems if p.field == field)
 
 
+def in_first_form(field: str) -> bool:
+    """Whether a field is typed in Discord's first form (topic, level, prompt, choices, the right one)."""
+    return field in ("topic", "level", "prompt", "choices", "correct") or field.startswith("choice_")
+
+
 def _q(text: str) -> str:
     """A YAML double-quoted scalar (JSON's string syntax is a subset)."""
     return json.dumps(text)

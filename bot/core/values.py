@@ -296,7 +296,8 @@ class DemoQueued:
     The adapter posts a message for it and reports that message's reference back
     (`engine.demo_message(job_id, ref)`), so progress can edit it in place."""
 
-    job_id: int
+    job_id: int  # the row's id, shared by every community: buttons and files carry it
+    number: int  # its number in its community, as members see it (Demo #1)
     position: int
     module: str
     user: str
@@ -341,7 +342,8 @@ class DemoResultCard:
 class DemoProgressCard:
     """A running demo's rows so far (one per finished strategy): edit the queued message."""
 
-    job_id: int
+    job_id: int  # the row's id, shared by every community: buttons and files carry it
+    number: int  # its number in its community, as members see it (Demo #1)
     module: str
     channel: ChannelRef
     message_ref: str | None
@@ -356,7 +358,8 @@ class DemoProgressCard:
 class DemoFailedCard:
     """A demo that did not finish: one sentence for the channel where it was asked."""
 
-    job_id: int
+    job_id: int  # the row's id, shared by every community: buttons and files carry it
+    number: int  # its number in its community, as members see it (Demo #1)
     module: str
     text: str
     message_ref: str | None = None
@@ -503,7 +506,8 @@ class AnkiDeck:
 
 @dataclass(frozen=True)
 class DemoEntry:
-    job_id: int
+    job_id: int  # the row's id, shared by every community: buttons and files carry it
+    number: int  # its number in its community, as members see it (Demo #1)
     module: str
     user: str
     state: str

@@ -329,16 +329,16 @@ def problem(card: Problem) -> str:
 def demo_queued(card: DemoQueued) -> str:
     what = card.module.removeprefix("demos.")
     if card.position <= 1:
-        return f"Demo #{card.job_id} ({what}) for {card.user}: starting; results appear here as each strategy finishes."
-    return f"Demo #{card.job_id} ({what}) for {card.user}: queued, {card.position - 1} ahead of it."
+        return f"Demo #{card.number} ({what}) for {card.user}: starting; results appear here as each strategy finishes."
+    return f"Demo #{card.number} ({what}) for {card.user}: queued, {card.position - 1} ahead of it."
 
 
 def demo_progress_title(card: DemoProgressCard) -> str:
-    return f"Demo #{card.job_id}: {card.done} of {card.total} measured so far. {card.title}"
+    return f"Demo #{card.number}: {card.done} of {card.total} measured so far. {card.title}"
 
 
 def demo_failed(card: DemoFailedCard) -> str:
-    return f"Demo #{card.job_id} did not finish: {card.text}"
+    return f"Demo #{card.number} did not finish: {card.text}"
 
 
 def table_lines(header: tuple[str, ...], rows: tuple[tuple[str, ...], ...]) -> list[str]:
@@ -630,6 +630,8 @@ SUGGEST_LABELS = {
     "correct": "Which choice is right (A-E)",
     "whys": "Why each is right or wrong, a line per choice",
     "trap": "Trap: the misconception behind wrong picks",
+    "explain": "Explanation for the reveal (optional)",
+    "hint": "Hint (optional, 20 to 200 characters)",
     "refs": "A reference a reader can open (doc or link)",
 }
 SUGGEST_STEPS = {

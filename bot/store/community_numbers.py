@@ -19,7 +19,7 @@ from bot.store.tables import Community
 
 communities: Table = Community.__table__  # type: ignore[attr-defined]
 
-Counter = Literal["rounds_numbered", "suggestions_numbered"]
+Counter = Literal["rounds_numbered", "suggestions_numbered", "demos_numbered"]
 
 
 def take_numbers(conn: Connection, counter: Counter, community_ids: Iterable[int]) -> dict[int, list[int]]:

@@ -958,6 +958,7 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
             started_at=row.started_at,
             finished_at=row.finished_at,
             failure=row.failure,
+            number=row.number if row.number is not None else row.id,  # numbered by migration 0020
         )
 
     def last_demo_at(self, community_id: int, user_id: str, exempt: tuple[str, ...]) -> datetime | None:
@@ -1006,6 +1007,7 @@ class SqlTx(ItemStatsQueries, StreakRepairQueries, GuessQueries, CommunityQuerie
                     state="queued",
                     progress="{}",
                     created_at=now,
+                    number=take_number(self.conn, "demos_numbered", community_id),
                 )
                 .returning(col(DemoJob.id))
             ).scalar_one()

@@ -34,6 +34,7 @@ class Community(SQLModel, table=True):
     # What it has numbered (migration 0020): its rounds and its members' questions are #1, #2...
     rounds_numbered: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     suggestions_numbered: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    demos_numbered: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class Member(SQLModel, table=True):
@@ -221,6 +222,7 @@ class DemoJob(SQLModel, table=True):
     __table_args__ = (
         Index("ix_demo_jobs_state", "state", "id"),
         Index("ix_demo_jobs_user", "community_id", "user_id", "created_at"),
+        Index("uq_demo_jobs_community_number", "community_id", "number", unique=True),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -244,6 +246,7 @@ class DemoJob(SQLModel, table=True):
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    number: int | None = None  # its number in the community, as members see it (Demo #1)
 
 
 class PlatformState(SQLModel, table=True):

@@ -240,7 +240,13 @@ def render(card: Card) -> list[Message]:
                 problem_data["incident"] = card.incident
             return [Message("user", "error", card.text, problem_data)]
         case DemoQueued():
-            data = {"job_id": card.job_id, "position": card.position, "module": card.module, "guesses": card.guesses}
+            data = {
+                "job_id": card.job_id,
+                "number": card.number,
+                "position": card.position,
+                "module": card.module,
+                "guesses": card.guesses,
+            }
             queued = wording.demo_queued(card)
             if card.guesses:
                 queued += "\n" + wording.guess_invite_console()
@@ -253,10 +259,14 @@ def render(card: Card) -> list[Message]:
                 f"{wording.demo_progress_title(card)} {bar}",
                 *_indent_lines(wording.table_lines(card.header, card.rows)),
             ]
-            data = {"job_id": card.job_id, "done": card.done, "total": card.total}
+            data = {"job_id": card.job_id, "number": card.number, "done": card.done, "total": card.total}
             return [Message("channel", "progress", "\n".join(lines), data)]
         case DemoFailedCard():
-            return [Message("channel", "demo_failed", wording.demo_failed(card), {"job_id": card.job_id})]
+            return [
+                Message(
+                    "channel", "demo_failed", wording.demo_failed(card), {"job_id": card.job_id, "number": card.number}
+                )
+            ]
         case DemoResultCard():
             return [
                 Message(

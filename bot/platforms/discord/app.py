@@ -421,7 +421,7 @@ class DiscordApp:
         if draft is None:
             return await self.stale(interaction, custom_id)
         typed = await self.typed_form(interaction, draft)
-        await self.open_form(interaction, layout.suggest_form(typed))
+        await self.open_form(interaction, layout.suggest_form(typed, custom_id))
 
     async def typed_form(self, interaction: discord.Interaction[Any], draft: int) -> SuggestionForm | None:
         """What the member typed into a kept form of theirs (None: a form opened empty; its
@@ -492,7 +492,7 @@ class DiscordApp:
         or an admin's note (`sb1:sq:<n>:note`). One engine call each."""
         data: dict[str, Any] = dict(interaction.data or {})
         custom_id = str(data.get("custom_id") or "")
-        if not custom_id.startswith((SUGGEST_PREFIX, QUEUE_PREFIX)):
+        if not custom_id.startswith((SUGGEST_PREFIX, RETRY_PREFIX, QUEUE_PREFIX)):
             return
         values = modal_values(data)
         if custom_id.startswith(QUEUE_PREFIX):
@@ -509,7 +509,7 @@ class DiscordApp:
         if found is None:
             return await self.refuse(interaction, wording.GUILD_ONLY)
         user, channel = found
-        if custom_id == layout.FIRST_FORM:
+        if custom_id == layout.FIRST_FORM or custom_id.startswith(RETRY_PREFIX):
             form = SuggestionForm(
                 topic=values.get("topic", ""),
                 level=values.get("level", ""),
@@ -517,7 +517,8 @@ class DiscordApp:
                 choices=lines_of(values.get("choices", "")),
                 correct=values.get("correct", ""),
             )
-            await self.respond(interaction, self.engine.suggest_draft, user, channel, form)
+            again = decode_draft(custom_id, RETRY_PREFIX)  # a refused form again: its second part is kept
+            await self.respond(interaction, self.engine.suggest_draft, user, channel, form, again)
             return
         draft = decode_draft(custom_id)
         if draft is None:
@@ -525,6 +526,8 @@ class DiscordApp:
         rest = SuggestionForm(
             whys=lines_of(values.get("whys", "")),
             trap=values.get("trap", ""),
+            explain=values.get("explain", ""),
+            hint=values.get("hint", ""),
             refs=lines_of(values.get("refs", "")),
         )
         await self.respond(interaction, self.engine.suggest_continue, user, channel, draft, rest, again=custom_id)

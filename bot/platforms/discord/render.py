@@ -230,10 +230,11 @@ def demo_queued(card: DemoQueued) -> Reply:
 # the note's that of its queue button (`sb1:sq:<n>:note`), so each submit carries what it is for.
 FIRST_FORM = "sb1:sg:new"
 FIRST_FIELDS = ("topic", "level", "prompt", "choices", "correct")
-SECOND_FIELDS = ("whys", "trap", "refs")
+SECOND_FIELDS = ("whys", "trap", "explain", "hint", "refs")
+OPTIONAL_FIELDS = ("explain", "hint")  # may be left empty (the bank's optional fields)
 NOTE_FIELD = "note"
 _LIMITS = {"topic": 40, "level": 20, "prompt": 1000, "choices": 1200, "correct": 200, "note": 500}
-_PARAGRAPHS = ("prompt", "choices", "whys", "trap", "refs", "note")
+_PARAGRAPHS = ("prompt", "choices", "whys", "trap", "explain", "hint", "refs", "note")
 
 
 def form(
@@ -255,6 +256,7 @@ def form(
                 style=style,
                 max_length=limit,
                 default=typed[:limit] or None,
+                required=key not in OPTIONAL_FIELDS,
             )
         )
     modal.stop()
@@ -273,19 +275,22 @@ def typed_values(typed: SuggestionForm | None) -> dict[str, str]:
         "correct": typed.correct,
         "whys": "\n".join(typed.whys),
         "trap": typed.trap,
+        "explain": typed.explain,
+        "hint": typed.hint,
         "refs": "\n".join(typed.refs),
     }
 
 
-def suggest_form(typed: SuggestionForm | None = None) -> discord.ui.Modal:
-    """The first /suggest form; `typed`: a refused one's values, to open it again filled in."""
+def suggest_form(typed: SuggestionForm | None = None, custom_id: str = FIRST_FORM) -> discord.ui.Modal:
+    """The first /suggest form; `typed`: a refused one's values, to open it again filled in
+    (`custom_id`: then the refusal's retry id, so its submit keeps the second form's part)."""
     labels = wording.SUGGEST_LABELS
     fields = tuple((key, labels[key]) for key in FIRST_FIELDS)
-    return form(wording.SUGGEST_TITLE, FIRST_FORM, fields, typed_values(typed))
+    return form(wording.SUGGEST_TITLE, custom_id, fields, typed_values(typed))
 
 
 def explain_form(custom_id: str, typed: SuggestionForm | None = None) -> discord.ui.Modal:
-    """The second form (whys, trap, references), filled in with `typed` when it was refused."""
+    """The second form (whys, trap, explanation, hint, references), filled in with `typed` when it was refused."""
     labels = wording.SUGGEST_LABELS
     fields = tuple((key, labels[key]) for key in SECOND_FIELDS)
     return form(wording.SUGGEST_TITLE_2, custom_id, fields, typed_values(typed))
