@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 
 import torch
 from torch import nn
@@ -316,12 +317,15 @@ def test_autocast_loss_keeps_float32_log_probabilities() -> None:
     hidden = torch.randn(32, 64, requires_grad=True)
     targets = torch.randint(0, 1000, (32,))
 
-    def vocab_sized(autocast: bool) -> list[torch.dtype]:
+    def vocab_sized(autocast: bool, loss_inside: bool = True) -> list[torch.dtype]:
         logits: list[torch.Tensor] = []
 
         def step() -> None:
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
                 logits.append(head(hidden))
+                if loss_inside:
+                    torch.nn.functional.cross_entropy(logits[0], targets)
+            if not loss_inside:
                 torch.nn.functional.cross_entropy(logits[0], targets)
 
         saved = _saved_activations(step, head.parameters())
@@ -332,19 +336,44 @@ def test_autocast_loss_keeps_float32_log_probabilities() -> None:
     # tensor, as many bytes as the fp32 run keeps; the bf16 logits themselves are not saved
     assert vocab_sized(autocast=True) == [torch.float32]
     assert vocab_sized(autocast=False) == [torch.float32]
+    # the upcast is autocast's doing: the same bf16 logits given to the loss after the region
+    # closes leave it bf16 log-probabilities (why the prompt puts the loss inside the region)
+    assert vocab_sized(autocast=True, loss_inside=False) == [torch.bfloat16]
 
 
 class _LoRALinear(nn.Module):
     """A frozen Linear plus a trainable rank-r adapter: base(x) + B(A(x))."""
 
-    def __init__(self, width: int = 256, rank: int = 8) -> None:
+    def __init__(self, width: int = 256, rank: int = 8, out: int | None = None) -> None:
         super().__init__()
-        self.base = nn.Linear(width, width).requires_grad_(False)
+        out = width if out is None else out
+        self.base = nn.Linear(width, out).requires_grad_(False)
         self.A = nn.Linear(width, rank, bias=False)
-        self.B = nn.Linear(rank, width, bias=False)
+        self.B = nn.Linear(rank, out, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.base(x) + self.B(self.A(x))
+
+
+def _mlp_block_saved_bytes(adapted: set[str] | None) -> int:
+    """Bytes autograd saves for LayerNorm -> fc1 (d -> 4d) -> GELU -> fc2 (4d -> d), d=256,
+    batch 64, the input needing a gradient. adapted=None: full fine-tuning (all trainable);
+    otherwise every weight frozen and a rank-8 adapter on the linears named."""
+    torch.manual_seed(0)
+    d = 256
+
+    def linear(name: str, width: int, out: int) -> nn.Module:
+        if adapted is None:
+            return nn.Linear(width, out)
+        if name in adapted:
+            return _LoRALinear(width, rank=8, out=out)
+        return nn.Linear(width, out).requires_grad_(False)
+
+    norm = nn.LayerNorm(d).requires_grad_(adapted is None)
+    block = nn.Sequential(norm, linear("fc1", d, 4 * d), nn.GELU(), linear("fc2", 4 * d, d))
+    x = torch.randn(64, d, requires_grad=True)
+    saved = _saved_activations(lambda: block(x), block.parameters())
+    return sum(math.prod(shape) * torch.empty((), dtype=dtype).element_size() for shape, dtype in saved.values())
 
 
 def test_lora_adapter_saves_the_full_width_input_a_frozen_linear_does_not() -> None:
@@ -362,3 +391,10 @@ def test_lora_adapter_saves_the_full_width_input_a_frozen_linear_does_not() -> N
     # x is saved for A's gradient even when x itself needs none (a frozen embedding's output)
     x_frozen = x.detach()
     assert x_frozen.untyped_storage().data_ptr() in _saved_activations(lambda: layer(x_frozen), layer.parameters())
+    # in an MLP block, adapting every linear keeps about what full fine-tuning keeps (the full-width
+    # inputs plus rank-8 slivers); a linear left frozen without an adapter keeps no input, so less
+    full_bytes = _mlp_block_saved_bytes(None)
+    both_bytes = _mlp_block_saved_bytes({"fc1", "fc2"})
+    fc1_only_bytes = _mlp_block_saved_bytes({"fc1"})
+    assert full_bytes < both_bytes < 1.01 * full_bytes
+    assert fc1_only_bytes < 0.65 * full_bytes

@@ -201,6 +201,8 @@ class PeakComposition(LiveBytes):
         self.in_backward = False
         self.at_peak: list[int] = []
         self.peak_in_backward = False
+        self.forward_peak = 0
+        self.at_forward_peak: list[int] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         before = self.peak
@@ -208,6 +210,8 @@ class PeakComposition(LiveBytes):
         if self.peak > before:
             self.at_peak = sorted((entry[0] for entry in self.refs.values()), reverse=True)
             self.peak_in_backward = self.in_backward
+            if not self.in_backward:
+                self.forward_peak, self.at_forward_peak = self.peak, self.at_peak
         return out
 
 
@@ -260,10 +264,15 @@ def test_checkpointed_gpt2_peaks_in_the_loss_backward_on_logits_sized_tensors() 
     meter, logits_bytes = _gpt2_checkpointed_step(chunks=None)
     vocab_sized = [n for n in meter.at_peak if n == logits_bytes]
     assert meter.peak_in_backward  # the peak comes after forward ends
-    assert len(vocab_sized) >= 3  # logits, the saved log-probabilities and their gradients at once
-    # they hold most of it: all the rest (checkpoints, the blocks' recompute, gradients) is smaller
-    # than one batch x tokens x vocabulary tensor
+    assert len(vocab_sized) == 4  # logits, the saved log-probabilities and their two gradients at once
+    assert sum(vocab_sized) > 0.9 * meter.peak  # over 90% of the peak
+    # all the rest (checkpoints, the blocks' recompute, gradients) is smaller than one batch x
+    # tokens x vocabulary tensor
     assert meter.peak - sum(vocab_sized) < logits_bytes
+    # forward's own peak holds two of them (the logits and the saved log-probabilities) and stays
+    # near half of the step's
+    assert [n for n in meter.at_forward_peak if n == logits_bytes] == [logits_bytes] * 2
+    assert meter.forward_peak < 0.6 * meter.peak
 
 
 def test_chunked_loss_lowers_a_checkpointed_gpt2_peak_more_than_block_changes_can() -> None:

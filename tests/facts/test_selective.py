@@ -259,3 +259,29 @@ def test_sac_milp_memory_model_leaves_out_optimizer_state() -> None:
     assert adam_bound == sgd_bound  # the planner's bound is blind to them
     assert sgd_bound >= sgd_peak * 0.95  # and without optimizer state it covers the step
     assert adam_peak > 2 * adam_bound  # with Adam the real peak is over twice the bound
+    # the test computes ilp_utils' baseline, not sac_milp's solve (PuLP is not installed here), so
+    # read sac_milp itself: the per-module statistics its constraints use hold no optimizer term
+    import ast
+    from pathlib import Path
+
+    import torch.distributed._tools as tools
+    from torch.distributed._tools.ilp_utils import ModStats
+
+    source = (Path(tools.__file__).parent / "sac_ilp.py").read_text()
+    milp = next(
+        node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef) and node.name == "sac_milp"
+    )
+    read = {
+        node.slice.value
+        for node in ast.walk(milp)
+        if isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.value, ast.Subscript)
+        and ast.unparse(node.value.value) == "graph.nodes"
+    }
+    assert read == {
+        "act_fw_per_module", "act_grad_per_module", "act_total", "fqn", "grad_total", "intercepts",
+        "is_leaf", "n_segments", "param_per_module", "pos_fw_post_order", "sac_memory",
+        "sac_runtime", "slopes",
+    }  # fmt: skip
+    assert not any("opt" in field for field in ModStats.__annotations__)
