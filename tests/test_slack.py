@@ -860,7 +860,7 @@ async def test_socket_mode_same_flow(sqlite_url: str, test_bank: Bank, clock: Fa
 # ---------------------------------------------------------------------- OAuth
 
 
-async def test_oauth_install_of_a_second_workspace_keeps_its_rounds(
+async def test_oauth_state_cookie_is_samesite_and_a_second_workspace_keeps_its_rounds(
     sqlite_url: str, test_bank: Bank, clock: FakeClock
 ) -> None:
     fake = await FakeSlack(tokens={"xoxb-one": "T1", "xoxb-two": "T2"}).start()

@@ -44,7 +44,9 @@ def test_three_days_under_faults_lose_nothing_and_count_once(db_url: str, tmp_pa
     assert figures["faults: 429 bursts"] >= 1 and figures["faults: 5xx bursts"] >= 1
     assert figures["faults: channel deleted"] == 2
     assert figures["posts given up, shown to admins"] >= 2  # the deleted channels' posts
-    assert figures["daily rounds"] >= 9 and figures["answers stored"] >= 50
+    # activity happened (a floor, not a count: how many clicks land in their windows varies with
+    # the real time the faults take; 45 to 56 seen on the 2-core machine); lost and doubled are exact
+    assert figures["daily rounds"] >= 9 and figures["answers stored"] >= 40
     assert figures["repeat clicks answered 'already'"] >= 1 and figures["late answers refused (closed)"] >= 1
     assert figures["forget-me"] == 3
     sent, given_up = map(int, str(figures["decisions told to authors (sent/given up)"]).split("/"))
