@@ -115,6 +115,18 @@ def test_profiler_memory_timeline_export_is_deprecated(tmp_path) -> None:  # typ
     assert any("export_memory_timeline" in m and "deprecated" in m for m in messages)
     assert (tmp_path / "timeline.json").stat().st_size > 0  # still works in 2.13
     assert any("_record_memory_history" in m for m in messages)  # the suggested replacement
+    # the warning's other name does not exist in 2.13; the snapshot writer is _dump_snapshot
+    assert any("_export_memory_snapshot" in m for m in messages)
+    assert not hasattr(torch.cuda.memory, "_export_memory_snapshot")
+    assert callable(torch.cuda.memory._dump_snapshot)
+    # profile_memory=True alone is not enough: the call warns, then raises ValueError
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as bare:
+        model(x).sum().backward()
+    with warnings.catch_warnings(record=True) as caught_bare:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="record_shapes=True, with_stack=True required"):
+            bare.export_memory_timeline(str(tmp_path / "bare.json"), device="cpu")
+    assert any(issubclass(w.category, FutureWarning) for w in caught_bare)
 
 
 def test_reading_memory_after_forward_misses_the_backward_peak() -> None:

@@ -190,6 +190,41 @@ def test_non_reentrant_early_stop_skips_the_trailing_matmul() -> None:
     assert mm_count(use_reentrant=False) == plain + 1
 
 
+def _segment_recompute_flops(layers: nn.Sequential, k: int, reentrant: bool) -> int:
+    """FLOPs a step spends beyond plain training when the layers run as k checkpointed segments."""
+    x = torch.randn(32, 64, requires_grad=True)
+    plain = flops(lambda: layers(x).sum().backward())
+    per = len(layers) // k
+
+    def segmented() -> None:
+        t = x
+        for s in range(k):
+            t = checkpoint(layers[s * per : (s + 1) * per], t, use_reentrant=reentrant)
+        t.sum().backward()
+
+    return flops(segmented) - plain
+
+
+def test_segment_count_leaves_the_recompute_flops_unchanged() -> None:
+    relu_layers = make_stack(16, 64, layer=Layer)  # Linear(no bias) + ReLU, as in the prompt
+    forward = flops(lambda: relu_layers(torch.randn(32, 64)))
+    for reentrant in (False, True):
+        # one forward's worth of recompute, exactly, for every segment count
+        assert [_segment_recompute_flops(relu_layers, k, reentrant) for k in (2, 4, 8, 16)] == [
+            forward
+        ] * 4
+    # the caveat: bare Linear layers end each segment in a matmul whose output nothing saves,
+    # so non-reentrant early stop skips it and the recompute does fall as k grows
+    bare = make_stack(16, 64, layer=lambda h: nn.Linear(h, h, bias=False))
+    assert [_segment_recompute_flops(bare, k, False) * 8 // forward for k in (2, 4, 8, 16)] == [
+        7,
+        6,
+        4,
+        0,
+    ]
+    assert [_segment_recompute_flops(bare, k, True) for k in (2, 4, 8, 16)] == [forward] * 4
+
+
 def _attention_saved_bytes(s: int, fused: bool) -> int:
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 4, s, 16, requires_grad=True) for _ in range(3))
@@ -400,3 +435,13 @@ def test_partitioner_draws_its_memory_budget_pareto_curve(tmp_path) -> None:  # 
     (svg,) = tmp_path.glob("memory_budget_pareto*.svg")  # one curve per joint graph, at a budget inside (0, 1)
     text = svg.read_text()
     assert "Pareto Frontier of Memory Budget vs. Recomputation Runtime" in text
+    # a budget inside (0, 1) is not enough: at 0.9 a more aggressive min-cut already fits,
+    # so the partitioner returns that plan before the sweep and this graph gets no curve
+    loose = tmp_path / "at-0.9"
+    loose.mkdir()
+    with functorch_config.patch(
+        activation_memory_budget=0.9, visualize_memory_budget_pareto=True, memory_budget_pareto_dir=str(loose)
+    ):
+        torch.compile(f, backend="aot_eager_decomp_partition")(*args).backward()
+    torch._dynamo.reset()
+    assert not list(loose.glob("*.svg"))

@@ -196,3 +196,36 @@ def test_with_unequal_layers_the_boundary_should_balance_bytes_not_layer_counts(
     # inside the heavy half, where the two segments hold 12 and 8 units
     assert min(peaks, key=peaks.__getitem__) == 3
     assert peaks[6] > peaks[4]  # moving the boundary into the light half makes it worse
+
+
+def test_demo_sqrt_peak_is_above_block_for_nine_blocks() -> None:
+    """The demo `layers=9 tokens=512 strategies=block,sqrt` on the CPU: sqrt
+    (checkpoint_sequential, 3 segments) holds more after forward and peaks higher than
+    block, and its peak falls in the backward after its last rerun."""
+    from demos.checkpoint import parse_args, run_demo
+
+    argv = ["--layers", "9", "--tokens", "512", "--strategies", "block,sqrt", "--repeat", "1", "--device", "cpu"]
+    cfg = parse_args(argv)
+    results = {r.strategy: r for r in run_demo(cfg, estimate=False).results}
+    block, sqrt = results["block"], results["sqrt"]
+    mib = 2**20
+    # the figures the demo's table prints (MiB, one decimal)
+    assert (round(sqrt.saved_bytes / mib, 1), round(block.saved_bytes / mib, 1)) == (8.8, 2.3)
+    assert (round(sqrt.peak_bytes / mib, 1), round(block.peak_bytes / mib, 1)) == (12.5, 7.8)
+    assert sqrt.peak_bytes > 1.5 * block.peak_bytes  # sqrt's peak is the higher one
+    for r in (block, sqrt):
+        assert max(r.timeline.live_bytes) == r.peak_bytes
+    phases = sqrt.timeline.phase
+    live = sqrt.timeline.live_bytes
+    at = live.index(sqrt.peak_bytes)
+    reruns = [i for i in range(1, len(phases)) if phases[i] == "recompute" and phases[i - 1] != "recompute"]
+    assert len(reruns) == 2  # two checkpointed segments, one rerun each
+    last_rerun_end = max(i for i, p in enumerate(phases) if p == "recompute")
+    assert phases[at] == "backward" and at > last_rerun_end  # the peak: backward after the last rerun
+
+    # when forward ends, sqrt already holds more than block (its unchecked last segment)
+    def forward_end(r) -> int:  # type: ignore[no-untyped-def]
+        ph = r.timeline.phase
+        return r.timeline.live_bytes[max(i for i, p in enumerate(ph) if p == "forward")]
+
+    assert forward_end(sqrt) > 2 * forward_end(block)
