@@ -96,6 +96,9 @@ def test_warning_recommends_use_reentrant_false() -> None:
         checkpoint(lin, x)
     messages = " ".join(str(w.message) for w in caught)
     assert "use_reentrant=False is recommended" in messages
+    # the documentation itself, not only the warning, makes the recommendation
+    doc = " ".join((checkpoint.__doc__ or "").split())
+    assert "It is recommended that you use ``use_reentrant=False``" in doc
 
 
 def test_reentrant_rejects_autograd_grad() -> None:
@@ -119,16 +122,30 @@ def test_reentrant_rejects_keyword_arguments() -> None:
     y = checkpoint(scaled, x, scale=2.0, use_reentrant=False)
     assert torch.allclose(y, (x * 2.0).sin())
 
+    # The error is checkpoint's own check, not a limit of autograd.Function: apply itself
+    # passes a keyword argument through to forward.
+    class Scaled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, scale=1.0):  # type: ignore[no-untyped-def, override]
+            return a * scale
+
+        @staticmethod
+        def backward(ctx, g):  # type: ignore[no-untyped-def, override]
+            return g, None
+
+    assert torch.equal(Scaled.apply(x, scale=2.0), x * 2.0)
+
 
 def test_determinism_check_compares_metadata_never_values() -> None:
     torch.manual_seed(0)
     lin = torch.nn.Linear(4, 4)
     x = torch.randn(2, 4, requires_grad=True)
     # global state the block reads; changed between forward and backward below
-    state: dict[str, object] = {"scale": 1.0, "cols": 4, "dtype": torch.float32}
+    state: dict[str, object] = {"scale": 1.0, "cols": 4, "dtype": torch.float32, "extra": True}
 
     def block(t: torch.Tensor) -> torch.Tensor:
         y = lin(t)[:, : state["cols"]] * state["scale"]  # type: ignore[misc]
+        y = y.exp() if state["extra"] else y  # exp saves one more tensor when it runs
         return y.to(state["dtype"]).sin().float().sum(1)  # type: ignore[arg-type]
 
     def grad_after_change(key: str, value: object, check: str = "default") -> torch.Tensor:
@@ -153,6 +170,10 @@ def test_determinism_check_compares_metadata_never_values() -> None:
             grad_after_change(key, value)
     # "none" skips even that check: the same dtype change raises nothing
     grad_after_change("dtype", torch.float64, check="none")
+    # ... while the count of saved tensors is compared at either setting, "none" included
+    for check in ("none", "default"):
+        with pytest.raises(CheckpointError, match="A different number of tensors was saved"):
+            grad_after_change("extra", False, check=check)
     # no level compares values, and the option is a string, not a boolean switch
     for bad in ("strict", "full", "values", True, None):
         with pytest.raises(ValueError, match="determinism_check should be one of"):
@@ -307,6 +328,22 @@ def test_nested_checkpoint_reruns_the_inner_function_twice_in_backward() -> None
 
     checkpoint(bare_outer, torch.randn(4, 8, requires_grad=True), use_reentrant=False).sum().backward()
     assert calls == {"inner": 2, "outer": 2}
+
+    # What outer must save is something built from y, not y itself: tanh saves its output
+    # (computed from y) and is enough for a third run; y * 2 saves nothing and gives two.
+    def tail_outer(tail):  # type: ignore[no-untyped-def]
+        def f(t: torch.Tensor) -> torch.Tensor:
+            calls["outer"] += 1
+            return tail(checkpoint(inner, t, use_reentrant=False))
+
+        return f
+
+    probe = torch.tanh(torch.randn(3, requires_grad=True))
+    assert torch.equal(probe.grad_fn._saved_result, probe)  # type: ignore[union-attr]
+    for tail, runs in ((torch.tanh, 3), (lambda y: y * 2, 2)):
+        calls.update(inner=0, outer=0)
+        checkpoint(tail_outer(tail), torch.randn(4, 8, requires_grad=True), use_reentrant=False).sum().backward()
+        assert calls["inner"] == runs
 
 
 def _two_output_runs(grouped: bool, shared: bool) -> tuple[int, torch.Tensor | str]:

@@ -211,6 +211,48 @@ def test_min_cut_default_budget_never_recomputes_matmul() -> None:
     with functorch_config.patch(ban_recompute_not_in_allowlist=False):
         _, bw_denylist = _partition(three_layers, min_cut_rematerialization_partition, 4)
     assert _bw_targets(bw_denylist).count(MM) == 6
+    # "not rerun" is not "nothing rerun": on the sin chain the same default plan computes sin
+    # once more in backward than the plain partition does, and still adds no matmul
+    sin = torch.ops.aten.sin.default
+    _, bw_plain = _partition(chain, default_partition, 3)
+    _, bw_chain = _partition(chain, min_cut_rematerialization_partition, 3)
+    assert _bw_targets(bw_chain).count(sin) == _bw_targets(bw_plain).count(sin) + 1
+    assert _bw_targets(bw_chain).count(MM) == _bw_targets(bw_plain).count(MM) == 4
+
+
+def test_default_budget_is_one_and_one_is_the_plain_min_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Budget 1.0 (the default) hands back the runtime-optimized min cut unchanged: the same
+    saved tensors as with no patch, exactly the set solve_min_cut returned, no knapsack, and
+    that set already leaves the cheap sin to be recomputed."""
+    assert functorch_config.activation_memory_budget == 1.0
+    cuts: list[list[str]] = []
+    original = partitioners.solve_min_cut
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        saved = original(*args, **kwargs)
+        cuts.append([n.name for n in saved[0]])
+        return saved
+
+    monkeypatch.setattr(partitioners, "solve_min_cut", spy)
+    knapsack = _KnapsackSpy(monkeypatch)
+    saved_unpatched, bw_unpatched = _partition(chain, min_cut_rematerialization_partition, 3)
+    with functorch_config.patch(activation_memory_budget=1.0):
+        saved_one, bw_one = _partition(chain, min_cut_rematerialization_partition, 3)
+    assert saved_one == saved_unpatched
+    assert [str(t) for t in _bw_targets(bw_one)] == [str(t) for t in _bw_targets(bw_unpatched)]
+    # one min cut per partition, returned as it is: no further cut and no knapsack
+    assert len(cuts) == 2 and knapsack.calls == []
+    assert sorted(cuts[1]) == sorted(saved_one)
+    assert "sin" not in saved_one and "mm" in saved_one
+    _, bw_plain = _partition(chain, default_partition, 3)
+    sin = torch.ops.aten.sin.default
+    assert _bw_targets(bw_one).count(sin) == _bw_targets(bw_plain).count(sin) + 1
+    # a budget just under 1.0 is read on the scale: a second, more aggressive cut runs and
+    # the saved set shrinks, so 1.0 is the end of the scale, not a share of some memory
+    with functorch_config.patch(activation_memory_budget=0.99):
+        saved_under, _ = _partition(chain, min_cut_rematerialization_partition, 3)
+    assert len(cuts) == 4
+    assert set(saved_under) < set(saved_one)
 
 
 class _KnapsackSpy:

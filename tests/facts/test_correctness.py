@@ -116,6 +116,23 @@ def test_exact_gradients_need_the_rerun_to_see_what_forward_saw(use_reentrant: b
     # ... or global state the block reads changing between forward and backward
     _, changed = _watched_grads(use_reentrant, scale_in_backward=2.0)
     assert not torch.equal(changed, plain)
+    # the prompt's argument that requires grad: with only a data batch that does not, the
+    # default (use_reentrant left out, so reentrant after a warning) records no graph and
+    # the block's weight gets no gradient, while the non-reentrant variant still gives one
+    if not use_reentrant:
+        return
+    lin, head = torch.nn.Linear(4, 4), torch.nn.Linear(4, 1)
+    data = torch.randn(3, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = checkpoint(lin, data)
+    messages = " ".join(str(w.message) for w in caught)
+    assert "use_reentrant parameter should be passed explicitly" in messages
+    assert "None of the inputs have requires_grad=True" in messages
+    head(out).sum().backward()
+    assert lin.weight.grad is None and head.weight.grad is not None
+    head(checkpoint(lin, data, use_reentrant=False)).sum().backward()
+    assert lin.weight.grad is not None
 
 
 @BOTH
@@ -193,6 +210,20 @@ def test_side_effects_run_again_in_backward(use_reentrant: bool) -> None:
 
     checkpoint(saves_nothing, x, use_reentrant=use_reentrant).sum().backward()
     assert calls[0] == (2 if use_reentrant else 1)
+
+    # why the prompt's input comes out of a trained layer (so it requires grad): given only
+    # a data batch, the reentrant variant keeps no graph, so it never reruns (and the
+    # layer's weight gets no gradient)
+    calls[0] = 0
+    lin.zero_grad()
+    head = torch.nn.Linear(4, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "None of the inputs have requires_grad=True"
+        head(checkpoint(body, torch.randn(3, 4), use_reentrant=use_reentrant)).sum().backward()
+    if use_reentrant:
+        assert calls[0] == 1 and lin.weight.grad is None
+    else:
+        assert calls[0] == 2 and lin.weight.grad is not None
 
 
 def test_frozen_input_reentrant_gives_none_grads() -> None:
@@ -311,6 +342,11 @@ def test_autocast_state_is_replayed_in_recompute(use_reentrant: bool) -> None:
     y.sum().backward()  # backward runs outside autocast
     assert dtypes == [torch.bfloat16, torch.bfloat16]  # the recompute ran the matmul in bf16 again
     assert enabled[-2:] == [True, True]  # inside the rerun, forward's autocast was back on
+    # the inputs' dtype does not decide it: float16 inputs are cast too, float64 is left alone
+    for dtype, expected in ((torch.float16, torch.bfloat16), (torch.float64, torch.float64)):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            m = torch.ones(2, 2, dtype=dtype)
+            assert (m @ m).dtype == expected
 
 
 def _draw_after_step(mode: str) -> float:
@@ -372,6 +408,35 @@ def test_gradient_penalty_through_checkpoint_needs_non_reentrant() -> None:
     assert x.grad.grad_fn is None
     with pytest.raises(RuntimeError, match="does not require grad"):
         x.grad.pow(2).sum().backward()
+
+    # In the full WGAN-GP loss nothing fails: the penalty is a constant, so backward
+    # silently drops its term. Real and fake samples require grad here, so the reentrant
+    # critic terms themselves reach the weights.
+    real = torch.randn(4, 8, requires_grad=True)
+    fake = torch.randn(4, 8, requires_grad=True)
+
+    def weight_grad(use_reentrant: bool | None, with_penalty: bool) -> torch.Tensor:
+        def run(t: torch.Tensor) -> torch.Tensor:
+            return critic(t) if use_reentrant is None else checkpoint(critic, t, use_reentrant=use_reentrant)
+
+        x.grad = None
+        if use_reentrant:
+            run(x).sum().backward(create_graph=True)
+            gp = x.grad.pow(2).sum()
+        else:
+            (g,) = torch.autograd.grad(run(x).sum(), x, create_graph=True)
+            gp = g.pow(2).sum()
+        lin.zero_grad()
+        loss = run(fake).mean() - run(real).mean()
+        (loss + 10 * gp if with_penalty else loss).backward()
+        return lin.weight.grad.clone()
+
+    plain = weight_grad(None, True)
+    assert not torch.equal(plain, weight_grad(None, False))  # the penalty does move them
+    assert torch.equal(weight_grad(False, True), plain)
+    dropped = weight_grad(True, True)  # no error ...
+    assert torch.equal(dropped, weight_grad(True, False))  # ... and no penalty in it
+    assert not torch.equal(dropped, plain)
 
 
 def test_compiled_gradients_differ_by_the_decompositions_rounding() -> None:
