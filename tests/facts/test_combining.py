@@ -169,6 +169,15 @@ def test_mixed_precision_and_checkpointing_stack() -> None:
     assert bf16_ck.count == fp32_ck.count and bf16_ck.nbytes * 2 == fp32_ck.nbytes
     assert bf16_ck.nbytes < min(bf16.nbytes, fp32_ck.nbytes)
 
+    # bf16 autocast on the fp32 model instead: the residual stream stays fp32, so the block
+    # inputs checkpointing keeps are not halved (the question's prompt rules autocast out)
+    with SavedBytes(exclude=model) as ac_ck, torch.autocast("cpu", dtype=torch.bfloat16):
+        h = x32
+        for block in model:
+            h = checkpoint(block, h, use_reentrant=False)
+    assert h.dtype is torch.float32
+    assert ac_ck.count == fp32_ck.count and ac_ck.nbytes == fp32_ck.nbytes
+
 
 def test_gradient_accumulation_matches_full_batch_and_scales_saved_bytes() -> None:
     torch.manual_seed(0)
