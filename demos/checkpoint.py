@@ -89,6 +89,9 @@ DEFAULT_TIME_BUDGET_S = 120.0
 ASSUMED_FLOPS = {"cpu": 2.0e10, "cuda": 5.0e12}
 #: Seconds one compile of the budget strategy is assumed to take, for the time budget.
 COMPILE_S = {"cpu": 4.0, "cuda": 30.0}
+#: A step time whose spread (IQR, or min-max under 4 repeats) exceeds this share of its median
+#: is marked "!" in the table: its ratio to none is not settled by that many repeats.
+WIDE_SPREAD = 0.25
 MIB = 1024**2
 
 
@@ -145,29 +148,88 @@ def _budgets(text: str) -> tuple[float, ...]:
     return tuple(dict.fromkeys(values))
 
 
+MODEL_ABOUT = {
+    "blocks": "residual feed-forward blocks (LayerNorm, d -> 4d -> d, GELU, dropout)",
+    "chain": "N Linear+tanh layers, Chen et al.'s setting (what --sweep runs)",
+    "transformer": "a GPT-style decoder (causal attention, GELU MLP, norms)",
+    "hf-gpt2": "Hugging Face's GPT2LMHeadModel, random weights (needs transformers)",
+}
+STRATEGY_ABOUT = {
+    "none": "no checkpointing, every activation kept (always run: the baseline)",
+    "block": "torch.utils.checkpoint around every layer",
+    "sqrt": "checkpoint_sequential with round(sqrt N) segments",
+    "selective": "SAC: matmul and attention outputs saved, the rest recomputed",
+    "selective-attn": "SAC: matmul outputs saved, attention recomputed too",
+    "offload": "saved activations in CPU memory (CUDA only)",
+    "budget": "torch.compile with activation_memory_budget, one compiled run per --budgets value",
+}
+
+
+def _budgets_text(budgets: Sequence[float]) -> str:
+    return ",".join(f"{b:g}" for b in budgets)
+
+
+def _help_epilog() -> str:
+    models = "\n".join(
+        f"  {name:<15}{MODEL_ABOUT[name]}; default {layers} layers, "
+        + (
+            f"batch {batch} x {tokens} tokens, width {width}, {heads} heads"
+            if name in TOKEN_MODELS
+            else f"{tokens} tokens, width {width}"
+        )
+        for name, (layers, tokens, width, heads, batch) in MODEL_DEFAULTS.items()
+    )
+    strategies = "\n".join(f"  {name:<15}{STRATEGY_ABOUT[name]}" for name in STRATEGIES)
+    return (
+        f"models (--model; default blocks):\n{models}\n\n"
+        f"strategies (--strategies; default {','.join(DEFAULT_STRATEGIES)}, hf-gpt2 none,block, "
+        f"--sweep none,sqrt):\n{strategies}\n\n"
+        "Step times are the median of --repeat timed steps with their spread (the interquartile "
+        "range from 4 repeats, min-max below); CPU step times do not carry over to GPUs."
+    )
+
+
 def parse_args(argv: Sequence[str] | None) -> DemoConfig:
     """Validate the command line; raises :class:`BadInput` with one sentence."""
     p = _Parser(
         prog="python -m demos.checkpoint",
         add_help=True,
         description="Peak memory and step time with and without checkpointing.",
+        epilog=_help_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--model", default="blocks")
-    p.add_argument("--layers", default=None)
-    p.add_argument("--tokens", default=None)
-    p.add_argument("--width", default=None)
-    p.add_argument("--heads", default=None)
-    p.add_argument("--batch", default=None)
-    p.add_argument("--strategies", default=None)
-    p.add_argument("--budgets", default=None, help="activation memory budgets for the budget strategy")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--repeat", default="3")
-    p.add_argument("--seed", default="0")
-    p.add_argument("--sweep", default=None)
-    p.add_argument("--chart", default=None)
-    p.add_argument("--time-budget", default=str(DEFAULT_TIME_BUDGET_S))
+    p.add_argument("--model", default="blocks", help=f"{', '.join(MODEL_KINDS)} (default blocks; listed below)")
+    p.add_argument("--layers", default=None, help="layers in the stack (default: the model's, below)")
+    p.add_argument("--tokens", default=None, help="tokens a sequence (default: the model's)")
+    p.add_argument("--width", default=None, help="hidden width (default: the model's)")
+    p.add_argument("--heads", default=None, help="attention heads, token models only (default: the model's)")
+    p.add_argument("--batch", default=None, help="sequences a step, token models only (default: the model's)")
+    p.add_argument(
+        "--strategies",
+        default=None,
+        help=f"comma-separated, none always added (default {','.join(DEFAULT_STRATEGIES)}; listed below)",
+    )
+    p.add_argument(
+        "--budgets",
+        default=None,
+        help=f"memory budgets, 0 to 1, for the budget strategy (default {_budgets_text(DEFAULT_BUDGETS)})",
+    )
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto: cuda when there is a GPU)")
+    p.add_argument("--repeat", default="3", help=f"timed steps per strategy, 1 to {MAX_REPEAT} (default 3)")
+    p.add_argument("--seed", default="0", help="seed for weights, input and dropout (default 0)")
+    p.add_argument(
+        "--sweep",
+        default=None,
+        help=f"depths for the chain model, e.g. {','.join(map(str, DEFAULT_SWEEP))} (default: no sweep)",
+    )
+    p.add_argument("--chart", default=None, help="write the timeline to this PNG and the other charts beside it")
+    p.add_argument(
+        "--time-budget",
+        default=str(DEFAULT_TIME_BUDGET_S),
+        help=f"refuse a run estimated to take longer, in seconds (default {DEFAULT_TIME_BUDGET_S:g})",
+    )
     p.add_argument("--check", action="store_true", help="also measure with a second, independent meter")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the result as one JSON object")
     p.add_argument("--progress", action="store_true", help="JSON lines: start, one per strategy, then the result")
     a = p.parse_args(list(argv) if argv is not None else None)
 
@@ -391,7 +453,40 @@ def _grad_diff(grads: list[torch.Tensor], baseline: list[torch.Tensor] | None) -
     return identical, diff
 
 
-def _timed(step: Callable[[], torch.Tensor], model: nn.Module, device: torch.device, repeat: int) -> float:
+@dataclass(frozen=True)
+class StepTimes:
+    """The timed repeats of one strategy: their median, every one, and how far they spread."""
+
+    median_ms: float
+    runs_ms: tuple[float, ...]
+    spread_ms: tuple[float, float] | None  # None for a single repeat
+    kind: str  # "iqr" (4 repeats or more), "min-max" (2 or 3), "" (1)
+    wide: bool
+
+
+def step_times(seconds: Sequence[float]) -> StepTimes:
+    """Median and spread of the timed steps: the interquartile range from 4 repeats on, the
+    smallest and largest below that; wide when the spread exceeds WIDE_SPREAD of the median."""
+    ms = sorted(t * 1000 for t in seconds)
+    median = statistics.median(ms)
+    spread: tuple[float, float] | None = None
+    kind = ""
+    if len(ms) >= 4:
+        q1, _q2, q3 = statistics.quantiles(ms, n=4, method="inclusive")
+        spread, kind = (q1, q3), "iqr"
+    elif len(ms) >= 2:
+        spread, kind = (ms[0], ms[-1]), "min-max"
+    wide = spread is not None and median > 0 and spread[1] - spread[0] > WIDE_SPREAD * median
+    return StepTimes(
+        median_ms=round(median, 2),
+        runs_ms=tuple(round(t * 1000, 2) for t in seconds),
+        spread_ms=None if spread is None else (round(spread[0], 2), round(spread[1], 2)),
+        kind=kind,
+        wide=wide,
+    )
+
+
+def _timed(step: Callable[[], torch.Tensor], model: nn.Module, device: torch.device, repeat: int) -> StepTimes:
     times: list[float] = []
     for _ in range(repeat):
         _clear_grads(model)
@@ -403,7 +498,7 @@ def _timed(step: Callable[[], torch.Tensor], model: nn.Module, device: torch.dev
         _sync(device)
         times.append(time.perf_counter() - start)
     _clear_grads(model)
-    return round(statistics.median(times) * 1000, 2)
+    return step_times(times)
 
 
 def measure_strategy(
@@ -481,7 +576,7 @@ def measure_strategy(
     if policy is not None and policy.saved == 0 and subject.kind != "hf-gpt2":
         log.warning("the selective policy saved nothing: no operator matched %s", policy.ops)
 
-    step_ms = _timed(run_forward, model, device, repeat)
+    timed = _timed(run_forward, model, device, repeat)
     identical, diff = _grad_diff(grads, baseline_grads)
     label = strategy if budget is None else f"budget {budget:g}"
     result = StrategyResult(
@@ -489,7 +584,7 @@ def measure_strategy(
         peak_bytes=int(peak),
         peak_check_bytes=None if check_bytes is None else int(check_bytes),
         saved_bytes=int(saved),
-        step_ms=step_ms,
+        step_ms=timed.median_ms,
         grads_identical=identical,
         reserved_bytes=reserved,
         label=label,
@@ -497,6 +592,10 @@ def measure_strategy(
         grad_max_diff=diff,
         meter=meter_name,
         timeline=timeline,
+        step_ms_runs=timed.runs_ms,
+        step_ms_spread=timed.spread_ms,
+        step_ms_spread_kind=timed.kind,
+        step_ms_wide=timed.wide,
     )
     log.info("%s: peak %.1f MiB, %.1f ms", label, peak / MIB, result.step_ms)
     return result, grads
@@ -649,8 +748,53 @@ def run_demo(
 # -- output --------------------------------------------------------------------------
 
 
+#: Printed once under a CPU run's table.
+CPU_TIMES_NOTE = (
+    "CPU step times do not carry over to GPUs: the kernels, the threads and what a recomputation "
+    "costs differ there, and so do the ratios to none; read them as this machine's times, not as "
+    "checkpointing's cost."
+)
+#: Printed under a CPU run's table when the estimate ran.
+CPU_ESTIMATE_NOTE = (
+    "est and err on the CPU: the fake-tensor trace counts the same tensors, through the same CPU "
+    "kernels, as the live-tensor meter, so +0.0% says the two agree on the bookkeeping, not that the "
+    "estimate predicts a GPU's peak (CUDA's dropout keeps a bool mask where the CPU's keeps a float "
+    "one, and its attention is fused: only a --device cuda run checks that)."
+)
+
+
+def _label(r: StrategyResult) -> str:
+    name = r.label or r.strategy
+    return f"compiled {name}" if r.strategy == "budget" else name
+
+
+def _spread_cell(r: StrategyResult) -> str:
+    if r.step_ms_spread is None:
+        return f"{'-':>15} "
+    low, high = r.step_ms_spread
+    return f"{f'{low:.1f}-{high:.1f}':>15}{'!' if r.step_ms_wide else ' '}"
+
+
+def _table_row(r: StrategyResult, base: StrategyResult | None, layers: int) -> str:
+    mem = f"{r.peak_bytes / base.peak_bytes:.2f}x" if base and base.peak_bytes else "-"
+    t = f"{r.step_ms / base.step_ms:.2f}x" if base and base.step_ms else "-"
+    est = f"{r.estimate_bytes / MIB:.1f}" if r.estimate_bytes is not None else "-"
+    err = f"{r.estimate_error_pct:+.1f}%" if r.estimate_error_pct is not None else "-"
+    grads = "identical" if r.grads_identical else f"max diff {r.grad_max_diff:.1e}"
+    return (
+        f"{_label(r):<20}{r.layers or layers:>7}{r.peak_bytes / MIB:>10.1f}"
+        f"{est:>9}{err:>8}{r.saved_bytes / MIB:>10.1f}{mem:>9}"
+        f"{r.step_ms:>9.1f}{_spread_cell(r)}{t:>9}  {grads}"
+    )
+
+
 def format_table(report: DemoReport) -> str:
-    none = {r.layers: r for r in report.results if r.strategy == "none"}
+    """The result as text: eager rows (ratios against none), then the compiled budget runs in
+    their own section (ratios against compiled budget 1), then what the columns mean."""
+    eager = [r for r in report.results if r.strategy != "budget"]
+    compiled = [r for r in report.results if r.strategy == "budget"]
+    none = {r.layers: r for r in eager if r.strategy == "none"}
+    compiled_none = {r.layers: r for r in compiled if r.budget == 1.0}
     shape = (
         f"batch {report.batch} x {report.tokens} tokens, width {report.width}, {report.heads} heads"
         if report.heads
@@ -659,29 +803,41 @@ def format_table(report: DemoReport) -> str:
     head = f"{report.model}, {report.layers} layers, {shape}, {report.dtype}, {report.device}, torch {report.torch}"
     rows = [
         head,
-        f"{'strategy':<15}{'layers':>7}{'peak MiB':>10}{'est MiB':>9}{'err':>8}"
-        f"{'saved MiB':>10}{'vs none':>9}{'step ms':>9}{'vs none':>9}  grads",
+        f"{'strategy':<20}{'layers':>7}{'peak MiB':>10}{'est MiB':>9}{'err':>8}"
+        f"{'saved MiB':>10}{'vs none':>9}{'step ms':>9}{'spread ms':>15} {'vs none':>9}  grads",
     ]
-    for r in report.results:
-        base = none.get(r.layers)
-        mem = f"{r.peak_bytes / base.peak_bytes:.2f}x" if base and base.peak_bytes else "-"
-        t = f"{r.step_ms / base.step_ms:.2f}x" if base and base.step_ms else "-"
-        est = f"{r.estimate_bytes / MIB:.1f}" if r.estimate_bytes is not None else "-"
-        err = f"{r.estimate_error_pct:+.1f}%" if r.estimate_error_pct is not None else "-"
-        grads = "identical" if r.grads_identical else f"max diff {r.grad_max_diff:.1e}"
+    rows.extend(_table_row(r, none.get(r.layers), report.layers) for r in eager)
+    if compiled:
+        meters = sorted({r.meter for r in compiled} - {r.meter for r in eager})
+        meter = f"measured by the {meters[0]}" if meters else "measured by the same allocator"
         rows.append(
-            f"{r.label or r.strategy:<15}{r.layers or report.layers:>7}{r.peak_bytes / MIB:>10.1f}"
-            f"{est:>9}{err:>8}{r.saved_bytes / MIB:>10.1f}{mem:>9}"
-            f"{r.step_ms:>9.1f}{t:>9}  {grads}"
+            f"-- compiled: another graph (torch.compile) than the eager rows above, {meter}; "
+            "its vs columns are against compiled budget 1, not eager none --"
         )
+        rows.extend(_table_row(r, compiled_none.get(r.layers), report.layers) for r in compiled)
     if report.theory is not None and not report.sweep:
         rows.append(report.theory.text)
-    if any(r.strategy == "budget" for r in report.results):
+    if compiled:
         rows.append(
             "budget: torch.compile with torch._functorch.config.activation_memory_budget; compiled code may "
             "reorder float sums (and draws its own dropout masks), so its gradients are compared by their "
             "largest difference."
         )
+    timed = next((r for r in report.results if r.step_ms_runs), None)
+    if timed is not None:
+        repeats = len(timed.step_ms_runs)
+        kind = "the interquartile range" if repeats >= 4 else "the fastest and the slowest"
+        text = f"step ms: the median of {repeats} timed steps" + (f"; spread: {kind}" if repeats > 1 else "")
+        if any(r.step_ms_wide for r in report.results):
+            text += (
+                f"; ! marks a spread wider than {WIDE_SPREAD:.0%} of the median: that time and its "
+                "ratio are not settled (more --repeat, a quieter machine)"
+            )
+        rows.append(text + ".")
+    if report.device == "cpu":
+        if any(r.estimate_error_pct is not None for r in report.results):
+            rows.append(CPU_ESTIMATE_NOTE)
+        rows.append(CPU_TIMES_NOTE)
     rows.append(f"wall {report.wall_s:.2f} s")
     return "\n".join(rows)
 

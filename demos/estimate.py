@@ -344,14 +344,36 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(message[0].upper() + message[1:].rstrip(".") + ".")
 
 
+def _help_epilog() -> str:
+    presets = "\n".join(
+        f"  {c.name:<13}{c.layers} layers, width {c.width}, {c.heads} heads"
+        + (f" ({c.kv_heads} for keys and values)" if c.kv_heads != c.heads else "")
+        + f", vocabulary {c.vocab:,}, at most {c.max_seq:,} tokens"
+        + ("; transformers' GPT2LMHeadModel (needs transformers)" if c.source == "hf" else "")
+        for c in PRESETS.values()
+    )
+    return (
+        f"presets (--preset; default gpt2-small):\n{presets}\n\n"
+        "A step is forward, backward and an AdamW step in float32, without and with block "
+        "checkpointing; --preset hf-gpt2 --batch 4 --seq 512 prints PyTorch's Mosaic tutorial figures beside it."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m demos.estimate", description=__doc__.split("\n")[0])
-    parser.add_argument("--preset", default="gpt2-small")
-    parser.add_argument("--batch", default="8")
-    parser.add_argument("--seq", default="1024")
-    parser.add_argument("--gpu-gib", default="24")
-    parser.add_argument("--kernels", default="cuda", help="whose attention kernels to trace: cuda or cpu")
-    parser.add_argument("--json", action="store_true")
+    parser = _Parser(
+        prog="python -m demos.estimate",
+        description=(__doc__ or "").split("\n")[0],
+        epilog=_help_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--preset", default="gpt2-small", help=f"{', '.join(PRESETS)} (default gpt2-small)")
+    parser.add_argument("--batch", default="8", help="sequences a step (default 8)")
+    parser.add_argument("--seq", default="1024", help="tokens a sequence, at most the preset's (default 1024)")
+    parser.add_argument("--gpu-gib", default="24", help="the GPU's memory in GiB for the verdict (default 24)")
+    parser.add_argument(
+        "--kernels", default="cuda", help="whose attention kernels to trace: cuda or cpu (default cuda)"
+    )
+    parser.add_argument("--json", action="store_true", help="the estimate as one JSON object")
     parser.add_argument("--progress", action="store_true", help="JSON lines: start, then the result")
     try:
         args = parser.parse_args(argv)

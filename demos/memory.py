@@ -20,6 +20,7 @@ process inherits its parent's peak.
 from __future__ import annotations
 
 import logging
+import os
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -249,6 +250,13 @@ class AllocationTrace:
     timeline: Timeline | None = None
 
 
+def quiet_profiler() -> None:
+    """Keep Kineto's progress lines (``USDT:... profiler_start``, ``STAGE:... Completed Stage``)
+    off stderr. Kineto reads KINETO_LOG_LEVEL when the process's first profiler starts; with torch
+    2.13 level 5 still prints the USDT lines and 6 prints none. A level the user set is kept."""
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+
+
 @contextmanager
 def profiler_allocations() -> Iterator[AllocationTrace]:
     """Record CPU allocator events with ``torch.profiler`` and replay them.
@@ -261,6 +269,7 @@ def profiler_allocations() -> Iterator[AllocationTrace]:
     from torch._C._profiler import _EventType
     from torch.profiler import ProfilerActivity, profile
 
+    quiet_profiler()
     trace = AllocationTrace()
     prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
     with prof:

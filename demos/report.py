@@ -26,6 +26,14 @@ class StrategyResult:
     estimate_error_pct: float | None = None
     meter: str = ""
     timeline: Timeline | None = None
+    #: Step time: ``step_ms`` is the median of the timed repeats, ``step_ms_runs`` every one of
+    #: them, ``step_ms_spread`` their [low, high] (the interquartile range from 4 repeats, the
+    #: smallest and largest below that, ``step_ms_spread_kind`` "iqr" or "min-max"; null for a
+    #: single repeat) and ``step_ms_wide`` whether that spread exceeds WIDE_SPREAD of the median.
+    step_ms_runs: tuple[float, ...] = ()
+    step_ms_spread: tuple[float, float] | None = None
+    step_ms_spread_kind: str = ""
+    step_ms_wide: bool = False
 
 
 @dataclass(frozen=True)

@@ -357,6 +357,25 @@ def test_the_card_shows_labels_the_estimate_and_its_error(tmp_path: Path) -> Non
     assert "transformer, 4 layers, batch 4 x 256 tokens" in card.title
 
 
+def test_the_card_shows_each_step_times_spread_and_the_cpu_caveats(tmp_path: Path) -> None:
+    data = result_data(tmp_path)
+    rows = data["results"]
+    assert isinstance(rows, list)
+    rows[0].update(step_ms=50.0, step_ms_spread=[48.0, 52.5], step_ms_wide=False)
+    rows[1].update(step_ms=60.0, step_ms_spread=[30.0, 90.0], step_ms_wide=True)  # rows 2 and 3: an older worker's
+    card = result_card("demos.checkpoint", data, None, 3.0)
+    column = {name: [row[i] for row in card.rows] for i, name in enumerate(card.header)}
+    assert column["step ms"] == ["50.0", "60.0", "40.0", "20.0"]
+    assert column["spread ms"] == ["48.0-52.5", "30.0-90.0 !", "-", "-"]
+    assert wording.DEMO_CPU_TIMES_NOTE in card.notes and wording.demo_spread_note(True) in card.notes
+    assert "not how close the estimate comes to a GPU's peak" in wording.demo_estimate_note("cpu")
+    assert "GPU's peak" not in wording.demo_estimate_note("cuda")
+    data["device"] = "NVIDIA H200"
+    rows[1]["step_ms_wide"] = False
+    notes = result_card("demos.checkpoint", data, None, 3.0).notes
+    assert wording.DEMO_CPU_TIMES_NOTE not in notes and wording.demo_spread_note(False) in notes
+
+
 def test_every_chart_is_kept_the_timeline_first(tmp_path: Path) -> None:
     card = result_card("demos.checkpoint", result_data(tmp_path), str(tmp_path / "c.png"), 3.0)
     assert [c.kind for c in card.pictures()] == ["timeline", "budget", "memory"]

@@ -29,7 +29,17 @@ def result_card(module: str, data: dict[str, Any], chart: str | None, wall_s: fl
     )
 
 
-CHECKPOINT_HEADER = ("strategy", "peak MiB", "est MiB", "est err", "vs none", "saved MiB", "step ms", "grads")
+CHECKPOINT_HEADER = (
+    "strategy",
+    "peak MiB",
+    "est MiB",
+    "est err",
+    "vs none",
+    "saved MiB",
+    "step ms",
+    "spread ms",
+    "grads",
+)
 
 
 def _grads(row: dict[str, Any]) -> str:
@@ -37,6 +47,17 @@ def _grads(row: dict[str, Any]) -> str:
         return "identical"
     diff = row.get("grad_max_diff")
     return f"max diff {diff:.1e}" if isinstance(diff, int | float) and diff else "DIFFER"
+
+
+def _spread(row: dict[str, Any]) -> str:
+    """'52.0-58.3' (a wide one marked '!'), or '-' for one repeat or an older worker's result."""
+    spread = row.get("step_ms_spread")
+    if not isinstance(spread, list | tuple) or len(spread) != 2:
+        return "-"
+    low, high = spread
+    if not all(isinstance(v, int | float) for v in (low, high)):
+        return "-"
+    return f"{low:.1f}-{high:.1f}{' !' if row.get('step_ms_wide') else ''}"
 
 
 def checkpoint_rows(results: list[dict[str, Any]]) -> tuple[tuple[str, ...], ...]:
@@ -59,6 +80,7 @@ def checkpoint_rows(results: list[dict[str, Any]]) -> tuple[tuple[str, ...], ...
                 share,
                 f"{row['saved_bytes'] / MIB:.2f}",
                 f"{row['step_ms']:.1f}",
+                _spread(row),
                 _grads(row),
             )
         )
@@ -90,6 +112,10 @@ def _checkpoint(data: dict[str, Any], chart: str | None, wall_s: float) -> DemoR
         notes.append(wording.demo_estimate_note(str(kernels)))
     if any(r.get("strategy") == "budget" for r in data["results"]):
         notes.append(wording.DEMO_BUDGET_NOTE)
+    if any(r.get("step_ms_spread") for r in data["results"]):
+        notes.append(wording.demo_spread_note(any(r.get("step_ms_wide") for r in data["results"])))
+    if data.get("device") == "cpu":
+        notes.append(wording.DEMO_CPU_TIMES_NOTE)
     notes.append(f"Ran in {wall_s:.1f} s.")
     charts = chart_files(data, chart)
     shape = wording.demo_shape(data)

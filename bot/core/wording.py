@@ -383,10 +383,27 @@ def demo_shape(data: dict[str, Any]) -> str:
 
 
 def demo_estimate_note(kernels: str) -> str:
-    return (
+    note = (
         f"est: the fake-tensor estimate of the same step (nothing allocated), attention traced as "
         f"{kernels.upper()} kernels allocate; err: the estimate against the measured peak."
     )
+    if kernels == "cpu":
+        note += (
+            " On the CPU the estimate and the meter count the same tensors through the same kernels, so an "
+            "err near 0% says they agree, not how close the estimate comes to a GPU's peak."
+        )
+    return note
+
+
+DEMO_CPU_TIMES_NOTE = "CPU step times do not carry over to GPUs: read them as this machine's, not checkpointing's cost."
+
+
+def demo_spread_note(wide: bool) -> str:
+    """What the step time columns mean; `wide` when a row is marked unsettled."""
+    note = "step ms: the median of the timed steps; spread: their interquartile range (under 4 repeats, min-max)."
+    if wide:
+        note += " ! marks a spread over a quarter of the median: that time is not settled."
+    return note
 
 
 DEMO_BUDGET_NOTE = (
