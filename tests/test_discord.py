@@ -1218,3 +1218,22 @@ async def test_a_second_quiz_says_which_unanswered_question_it_replaces(world: W
         assert "closed" in text_of(late)  # the replaced one takes no answer now
     finally:
         await running.stop()
+
+
+def test_holding_the_libraries_logs_keeps_a_quiet_process_quiet() -> None:
+    """The hold never makes a library louder than the process: at WARNING (the console's quiet
+    default) discord.py's INFO lines stay out; at DEBUG they are held at INFO."""
+    from bot.platforms.discord.logs import keep_secrets_out
+
+    root = logging.getLogger()
+    before = root.level
+    try:
+        root.setLevel(logging.WARNING)
+        keep_secrets_out()
+        assert not logging.getLogger("discord.client").isEnabledFor(logging.INFO)
+        root.setLevel(logging.DEBUG)
+        keep_secrets_out()
+        assert logging.getLogger("discord.http").isEnabledFor(logging.INFO)
+        assert not logging.getLogger("discord.http").isEnabledFor(logging.DEBUG)
+    finally:
+        root.setLevel(before)

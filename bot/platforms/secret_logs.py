@@ -33,12 +33,17 @@ class RedactSecrets(logging.Filter):
 
 
 def hold_libraries(libraries: tuple[str, ...], secrets: RedactSecrets) -> None:
-    """Clamp the named libraries' loggers (and their children that have a level) to INFO and
-    put `secrets` on each (idempotent: call again once a library has made its loggers)."""
+    """Hold the named libraries' loggers at the process's level but never below INFO (their
+    DEBUG lines carry tokens; a quieter process stays as quiet), their children that set a
+    level of their own to at least INFO, and put `secrets` on each (idempotent: call again once
+    a library has made its loggers)."""
+    floor = max(logging.INFO, logging.getLogger().getEffectiveLevel())
     names = set(libraries) | {name for name in logging.root.manager.loggerDict if name.partition(".")[0] in libraries}
     for name in sorted(names):
         logger = logging.getLogger(name)
-        if logger.level < logging.INFO and (logger.level != logging.NOTSET or name in libraries):
+        if name in libraries:
+            logger.setLevel(floor)
+        elif logger.level != logging.NOTSET and logger.level < logging.INFO:
             logger.setLevel(logging.INFO)
         if secrets not in logger.filters:
             logger.addFilter(secrets)
