@@ -125,3 +125,10 @@ def test_demo_jobs_are_numbered_per_community(engine: StudyEngine) -> None:
     assert wording.demo_queued(fresh).startswith("Demo #1 (")
     [entry] = engine.demos_page(CommunityRef("discord", "new-guild")).demos  # the web page's list
     assert entry.number == 1 and entry.job_id == fresh.job_id
+
+
+def test_a_round_opened_elsewhere_a_moment_ago_is_named_by_its_day() -> None:
+    """A daily round another process opened between our read and write may not be visible to
+    this transaction yet: the answer names its day, never a '#0'."""
+    assert wording.already_open(AlreadyOpen(0, 0, "2026-11-23")) == "Today's round (2026-11-23) is already open here."
+    assert wording.already_open(AlreadyOpen(7000, 3, "2026-11-23")).startswith("Today's round (#3, 2026-11-23)")

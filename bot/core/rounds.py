@@ -115,7 +115,10 @@ class RoundsMixin(EngineBase):
             question, unasked_left = self._next_daily_question(tx, community)
             row = tx.insert_daily(new_daily(community, channel.channel_id, question, day, now, late))
             if row is None:  # another process opened it between our read and write
-                return self._already_open(tx, community, tx.daily_round_id(key) or 0, day, now)
+                taken = tx.daily_round_id(key)
+                if taken is None:  # not visible to this transaction yet: say so without its number
+                    return AlreadyOpen(round_id=0, number=0, local_date=day)
+                return self._already_open(tx, community, taken, day, now)
             tx.enqueue(community.id, channel.channel_id, "question", str(row.id), now)
         log.info("opened daily round %s (%s) in %s", row.id, question.id, channel)
         return self._card(row, question, admin_note=low_bank_note(unasked_left))

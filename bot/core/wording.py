@@ -203,9 +203,10 @@ def round_closed(card: RoundClosed) -> str:
 
 
 def already_open(card: AlreadyOpen) -> str:
+    which = f"#{card.number}, {card.local_date}" if card.number else card.local_date  # 0: opened elsewhere just now
     if card.closed:
-        return f"Today's round (#{card.number}, {card.local_date}) is closed; the next one opens {card.next_opens}."
-    return f"Today's round (#{card.number}, {card.local_date}) is already open here."
+        return f"Today's round ({which}) is closed; the next one opens {card.next_opens}."
+    return f"Today's round ({which}) is already open here."
 
 
 # --------------------------------------------------------------------- reveal

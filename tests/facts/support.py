@@ -277,3 +277,27 @@ def run_chain(
     for layer in layers:
         x = checkpoint(layer, x, use_reentrant=use_reentrant) if ckpt else layer(x)
     return x
+
+
+def layernorm_mlp() -> tuple[nn.Sequential, torch.Tensor]:
+    """A seeded LayerNorm-Linear-GELU-Linear block (64 wide) and a batch of 32 for it: the
+    compiled-gradient checks compare its gradients across ways of running it."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.LayerNorm(64), nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
+    return net, torch.randn(32, 64)
+
+
+def parameter_grads(
+    net: nn.Module, x: torch.Tensor, forward: Callable[[torch.Tensor], torch.Tensor]
+) -> list[torch.Tensor]:
+    """`net`'s parameter gradients of mean(forward(x)^2), from zero."""
+    net.zero_grad()
+    forward(x).pow(2).mean().backward()
+    grads = [p.grad for p in net.parameters()]
+    assert all(g is not None for g in grads), "every parameter gets a gradient"
+    return [g.clone() for g in grads if g is not None]
+
+
+def largest_difference(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+    """The largest elementwise difference between two lists of gradients."""
+    return max((p - q).abs().max().item() for p, q in zip(a, b, strict=True))

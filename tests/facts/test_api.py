@@ -346,11 +346,11 @@ def test_nested_checkpoint_reruns_the_inner_function_twice_in_backward() -> None
         assert calls["inner"] == runs
 
 
-def _two_output_runs(grouped: bool, shared: bool) -> tuple[int, torch.Tensor | str]:
+def _two_output_runs(grouped: bool, shared: bool, retain_first: bool = True) -> tuple[int, torch.Tensor | str]:
     """Runs of a checkpointed function with two outputs, backward called on each in turn
-    (the first with retain_graph=True), with or without one GraphExecGroup around both calls.
-    shared: both outputs go through one op (sin) inside the region. Returns (runs, x.grad)
-    or (runs, the error's class name)."""
+    (the first with retain_graph=retain_first), with or without one GraphExecGroup around both
+    calls. shared: both outputs go through one op (sin) inside the region. Returns (runs,
+    x.grad) or (runs, the error's class name)."""
     torch.manual_seed(0)
     w1 = torch.randn(8, 8, requires_grad=True)
     w2 = torch.randn(8, 8, requires_grad=True)
@@ -366,7 +366,7 @@ def _two_output_runs(grouped: bool, shared: bool) -> tuple[int, torch.Tensor | s
     a, b = checkpoint(heads, x, use_reentrant=False)
     try:
         with GraphExecGroup() if grouped else contextlib.nullcontext():
-            a.sum().backward(retain_graph=True)
+            a.sum().backward(retain_graph=retain_first)
             b.sum().backward()
     except CheckpointError as error:
         assert "already unpacked once" in str(error)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from typing import Any
 
 import pytest
 import torch
@@ -36,16 +37,7 @@ MM = torch.ops.aten.mm.default
 
 def _partition(fn, partition_fn, n_inputs: int):  # type: ignore[no-untyped-def]
     """Run fn forward+backward through AOTAutograd; return (saved names, backward graph)."""
-    graphs: dict[str, torch.fx.GraphModule] = {}
-
-    def fw(gm, _inputs):  # type: ignore[no-untyped-def]
-        graphs["fw"] = gm
-        return make_boxed_func(gm)
-
-    def bw(gm, _inputs):  # type: ignore[no-untyped-def]
-        graphs["bw"] = gm
-        return make_boxed_func(gm)
-
+    graphs, fw, bw = _capturing_compilers()
     compiled = aot_function(fn, fw_compiler=fw, bw_compiler=bw, partition_fn=partition_fn)
     torch.manual_seed(0)
     args = [torch.randn(8, 8, requires_grad=True) for _ in range(n_inputs)]
@@ -53,6 +45,21 @@ def _partition(fn, partition_fn, n_inputs: int):  # type: ignore[no-untyped-def]
     (outputs,) = [n.args[0] for n in graphs["fw"].graph.nodes if n.op == "output"]
     saved = [str(o) for o in outputs[1:]]  # outputs[0] is the user-visible result
     return saved, graphs["bw"]
+
+
+def _capturing_compilers() -> tuple[dict[str, torch.fx.GraphModule], Any, Any]:
+    """AOTAutograd compilers that keep the forward and backward graphs they are given (in the
+    dict, as "fw" and "bw") and run them unchanged."""
+    graphs: dict[str, torch.fx.GraphModule] = {}
+
+    def keeping(name: str) -> Any:
+        def compiler(gm, _inputs):  # type: ignore[no-untyped-def]
+            graphs[name] = gm
+            return make_boxed_func(gm)
+
+        return compiler
+
+    return graphs, keeping("fw"), keeping("bw")
 
 
 def _bw_targets(bw: torch.fx.GraphModule) -> list[object]:
@@ -85,18 +92,8 @@ def test_min_cut_recomputes_cheap_pointwise_op() -> None:
 def _saved_bytes_min_cut(fn, n_inputs: int) -> int:  # type: ignore[no-untyped-def]
     """Bytes the min-cut partitioner keeps for backward: the distinct tensors behind the
     forward graph's saved outputs (a saved view counts as the tensor it views)."""
-    graphs: dict[str, torch.fx.GraphModule] = {}
-
-    def fw(gm, _inputs):  # type: ignore[no-untyped-def]
-        graphs["fw"] = gm
-        return make_boxed_func(gm)
-
-    compiled = aot_function(
-        fn,
-        fw_compiler=fw,
-        bw_compiler=lambda gm, _: make_boxed_func(gm),
-        partition_fn=min_cut_rematerialization_partition,
-    )
+    graphs, fw, bw = _capturing_compilers()
+    compiled = aot_function(fn, fw_compiler=fw, bw_compiler=bw, partition_fn=min_cut_rematerialization_partition)
     torch.manual_seed(0)
     compiled(*[torch.randn(8, 8, requires_grad=True) for _ in range(n_inputs)]).sum().backward()
     (outputs,) = [n.args[0] for n in graphs["fw"].graph.nodes if n.op == "output"]
@@ -287,17 +284,9 @@ def three_matmuls(a, wa, b, wb, c, wc):  # type: ignore[no-untyped-def]
 
 def _recomputed_matmuls(budget: float) -> list[tuple[int, ...]]:
     """Output shapes of the forward matmuls that the backward graph reruns at this budget."""
-    graphs: dict[str, torch.fx.GraphModule] = {}
-
-    def bw(gm, _inputs):  # type: ignore[no-untyped-def]
-        graphs["bw"] = gm
-        return make_boxed_func(gm)
-
+    graphs, fw, bw = _capturing_compilers()
     compiled = aot_function(
-        three_matmuls,
-        fw_compiler=lambda gm, _: make_boxed_func(gm),
-        bw_compiler=bw,
-        partition_fn=min_cut_rematerialization_partition,
+        three_matmuls, fw_compiler=fw, bw_compiler=bw, partition_fn=min_cut_rematerialization_partition
     )
     torch.manual_seed(0)
     with functorch_config.patch(activation_memory_budget=budget):
@@ -386,17 +375,8 @@ def test_budget_lives_in_functorch_config_not_dynamo() -> None:
 def _compiled_backward_matmuls(region_budget: float | None) -> int:
     """Backward matmuls of three_layers under torch.compile (AOTAutograd, min-cut partitioner),
     with its whole body inside region_activation_memory_budget(region_budget) unless None."""
-    graphs: dict[str, torch.fx.GraphModule] = {}
-
-    def bw(gm, _inputs):  # type: ignore[no-untyped-def]
-        graphs["bw"] = gm
-        return make_boxed_func(gm)
-
-    backend = aot_autograd(
-        fw_compiler=lambda gm, _: make_boxed_func(gm),
-        bw_compiler=bw,
-        partition_fn=min_cut_rematerialization_partition,
-    )
+    graphs, fw, bw = _capturing_compilers()
+    backend = aot_autograd(fw_compiler=fw, bw_compiler=bw, partition_fn=min_cut_rematerialization_partition)
 
     def f(a, w1, w2, w3):  # type: ignore[no-untyped-def]
         if region_budget is None:

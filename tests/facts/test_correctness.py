@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.utils.checkpoint import CheckpointError, checkpoint
 
-from tests.facts.support import held_output_bytes
+from tests.facts.support import held_output_bytes, largest_difference, layernorm_mlp, parameter_grads
 
 BOTH = pytest.mark.parametrize("use_reentrant", [False, True])
 
@@ -445,19 +445,11 @@ def test_compiled_gradients_differ_by_the_decompositions_rounding() -> None:
     partitioner without decompositions (aot_eager) matches eager bit for bit, so the last-bit
     difference comes from the decomposed ops, and it is the same whatever the budget."""
     import torch._dynamo
-    from torch import nn
 
-    torch.manual_seed(0)
-    net = nn.Sequential(nn.LayerNorm(64), nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
-    x = torch.randn(32, 64)
+    net, x = layernorm_mlp()
 
     def grads(forward) -> list[torch.Tensor]:  # type: ignore[no-untyped-def]
-        net.zero_grad()
-        forward(x).pow(2).mean().backward()
-        return [p.grad.clone() for p in net.parameters()]
-
-    def largest_difference(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
-        return max((p - q).abs().max().item() for p, q in zip(a, b, strict=True))
+        return parameter_grads(net, x, forward)
 
     eager = grads(net)
     assert largest_difference(eager, grads(lambda t: checkpoint(net, t, use_reentrant=False))) == 0.0

@@ -10,10 +10,9 @@ import pytest
 import torch
 import torch._functorch.config as functorch_config
 from functorch.compile import min_cut_rematerialization_partition
-from torch import nn
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
-from tests.facts.support import OpCounter
+from tests.facts.support import OpCounter, largest_difference, layernorm_mlp, parameter_grads
 from tests.facts.test_compile import MM, _bw_targets, _partition, three_layers
 
 
@@ -96,17 +95,10 @@ def test_lower_budgets_save_less_and_recompute_more_matmuls() -> None:
 
 
 def test_compiled_gradients_differ_from_eager_only_by_rounding() -> None:
-    torch.manual_seed(0)
-    net = nn.Sequential(nn.LayerNorm(64), nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
-    x = torch.randn(32, 64)
+    net, x = layernorm_mlp()
 
     def grads(forward) -> list[torch.Tensor]:  # type: ignore[no-untyped-def]
-        net.zero_grad()
-        forward(x).pow(2).mean().backward()
-        return [p.grad.clone() for p in net.parameters()]
-
-    def largest_difference(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
-        return max((p - q).abs().max().item() for p, q in zip(a, b, strict=True))
+        return parameter_grads(net, x, forward)
 
     eager = grads(net)
     assert largest_difference(eager, grads(lambda t: checkpoint(net, t, use_reentrant=False))) == 0.0

@@ -4,7 +4,6 @@ backward over a checkpointed stage, and what CPU attention saves with and withou
 
 from __future__ import annotations
 
-import contextlib
 import functools
 
 import torch
@@ -22,6 +21,7 @@ from torch.utils.checkpoint import (
 )
 
 from tests.facts.support import OpCounter
+from tests.facts.test_api import _two_output_runs
 
 MM = torch.ops.aten.mm.default
 
@@ -111,32 +111,12 @@ def test_offload_policy_under_compile_saves_matmuls_and_moves_nothing() -> None:
 # ----------------------------------------------------------------------------- GraphExecGroup
 
 
-def _two_heads_runs(grouped: bool) -> tuple[int, torch.Tensor]:
-    """Forward runs of a checkpointed function with two outputs whose backward is called
-    on each output in turn (with or without one GraphExecGroup around both), and x.grad."""
-    torch.manual_seed(0)
-    w1 = torch.randn(8, 8, requires_grad=True)
-    w2 = torch.randn(8, 8, requires_grad=True)
-    x = torch.randn(4, 8, requires_grad=True)
-    runs = 0
-
-    def heads(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        nonlocal runs
-        runs += 1
-        return torch.tanh(t @ w1), torch.tanh(t @ w2)
-
-    a, b = checkpoint(heads, x, use_reentrant=False)
-    with GraphExecGroup() if grouped else contextlib.nullcontext():
-        a.sum().backward()
-        b.sum().backward()
-    assert x.grad is not None
-    return runs, x.grad
-
-
 def test_graph_exec_group_recomputes_once_for_two_backward_calls() -> None:
     torch.manual_seed(0)
-    runs_alone, grad_alone = _two_heads_runs(grouped=False)
-    runs_grouped, grad_grouped = _two_heads_runs(grouped=True)
+    # outputs on separate paths, and no retain_graph on the first call
+    runs_alone, grad_alone = _two_output_runs(grouped=False, shared=False, retain_first=False)
+    runs_grouped, grad_grouped = _two_output_runs(grouped=True, shared=False, retain_first=False)
+    assert isinstance(grad_alone, torch.Tensor) and isinstance(grad_grouped, torch.Tensor)
     # each backward call that reaches the region reruns it: forward + 2 recomputes ...
     assert runs_alone == 3
     # ... under one GraphExecGroup the first recompute serves both calls
