@@ -32,13 +32,17 @@ $(TEST_STAMP): $(RUN_STAMP)
 run: $(RUN_STAMP)
 	$(BIN)/studybot run
 
+# The suite on every core, one test file per worker at a time (pytest-xdist); PYTEST_WORKERS=0
+# runs it in this one process. Hypothesis draws fewer examples unless CI is set (tests/conftest.py).
+PYTEST_WORKERS ?= auto
 test: $(TEST_STAMP)
 	$(BIN)/studybot questions lint
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check bot demos tests bench
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/studybot questions lint
 
 bench: $(RUN_STAMP)

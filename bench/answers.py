@@ -109,8 +109,8 @@ async def burst(
 
     async def call(who: UserRef, rid: int, choice: int) -> object:
         if bridge is not None:
-            return await bridge.call(engine.answer, who, rid, choice)
-        return await asyncio.to_thread(engine.answer, who, rid, choice)
+            return await bridge.call(engine.rounds.answer, who, rid, choice)
+        return await asyncio.to_thread(engine.rounds.answer, who, rid, choice)
 
     return {
         "first": await clicks_through(call, round_id, first, callers, guild),
@@ -293,7 +293,7 @@ def pg_bot_child(
     bank = load_bank(ROOT / "questions")
     database = Database(url)
     engine = StudyEngine(SqlStore(database), bank)
-    card = engine.open_daily(ChannelRef("discord", guild, "general"))
+    card = engine.rounds.open_daily(ChannelRef("discord", guild, "general"))
     assert isinstance(card, QuestionCard)
     bridge = Bridge(threads)
     barrier.wait()
@@ -432,7 +432,7 @@ def main() -> None:
         group = engine.store.group  # type: ignore[attr-defined]
         for index, (name, label, bridge) in enumerate(modes):
             group_before = (group.units, group.transactions) if group is not None else (0, 0)
-            card = engine.open_daily(ChannelRef("discord", "bench-guild", f"general-{index}"))
+            card = engine.rounds.open_daily(ChannelRef("discord", "bench-guild", f"general-{index}"))
             assert isinstance(card, QuestionCard)
             callers = args.callers if bridge is None else args.async_callers
             phases = asyncio.run(burst(engine, card.round_id, args.users, args.clicks, callers, bridge))
@@ -474,10 +474,10 @@ def main() -> None:
             return
         week, in_week = fill_answers(path, args.stored, 1000)
         community = CommunityRef("discord", "board-guild")
-        engine.leaderboard(community, week=week)
-        weekly = timed(lambda: engine.leaderboard(community, week=week), 20)
-        alltime = timed(lambda: engine.leaderboard(community, all_time=True), 5)
-        board = engine.leaderboard(community, week=week)
+        engine.boards.leaderboard(community, week=week)
+        weekly = timed(lambda: engine.boards.leaderboard(community, week=week), 20)
+        alltime = timed(lambda: engine.boards.leaderboard(community, all_time=True), 5)
+        board = engine.boards.leaderboard(community, week=week)
         print(f"leaderboard over {args.stored:,} stored answers (1,000 members):")
         print(
             f"  weekly ({week}, {in_week:,} answers): median {statistics.median(weekly):.1f} ms, "

@@ -67,7 +67,7 @@ async def one_demo(engine: StudyEngine, backend: Backend, demo: str, out: Path) 
     runner = DemoJobRunner(engine, backend, out, on_progress=progress, on_finished=deliver, poll_s=0.05)
     await runner.start()
     started = time.perf_counter()
-    engine.request_demo(UserRef("console", "bench", "ann", "Ann"), CHANNEL, demo)
+    engine.demos.request_demo(UserRef("console", "bench", "ann", "Ann"), CHANNEL, demo)
     runner.wake()
     task = asyncio.create_task(runner.run_forever())
     while not posted:
@@ -81,7 +81,7 @@ async def one_demo(engine: StudyEngine, backend: Backend, demo: str, out: Path) 
 
 
 async def answer_burst(engine: StudyEngine, users: int, callers: int) -> list[float]:
-    card = engine.open_daily(ChannelRef("console", "bench", f"answers-{time.monotonic_ns()}"))
+    card = engine.rounds.open_daily(ChannelRef("console", "bench", f"answers-{time.monotonic_ns()}"))
     assert isinstance(card, QuestionCard)
     bridge = Bridge(8)
     gate = asyncio.Semaphore(callers)
@@ -90,7 +90,7 @@ async def answer_burst(engine: StudyEngine, users: int, callers: int) -> list[fl
     async def one(i: int) -> None:
         async with gate:
             t = time.perf_counter()
-            await bridge.call(engine.answer, UserRef("console", "bench", f"u{i}", f"U{i}"), card.round_id, i % 4)
+            await bridge.call(engine.rounds.answer, UserRef("console", "bench", f"u{i}", f"U{i}"), card.round_id, i % 4)
             latencies.append((time.perf_counter() - t) * 1000)
 
     await asyncio.gather(*(one(i) for i in range(users)))
@@ -166,7 +166,7 @@ async def main_async(args: argparse.Namespace) -> None:
             poll_s=0.05,
         )
         await runner.start()
-        runner_engine.request_demo(UserRef("console", "bench", "bob", "Bob"), CHANNEL, args.demo)
+        runner_engine.demos.request_demo(UserRef("console", "bench", "bob", "Bob"), CHANNEL, args.demo)
         task = asyncio.create_task(runner.run_forever())
         await asyncio.sleep(3.0)  # the demo process is past torch's import and measuring
         busy = await answer_burst(engine, args.users, 64)

@@ -36,9 +36,9 @@ from sqlalchemy import text  # noqa: E402
 from bot.core.bank import load_bank  # noqa: E402
 from bot.core.engine import StudyEngine  # noqa: E402
 from bot.core.values import ChannelRef, CommunityRef, Posted  # noqa: E402
-from bot.platforms.runtime import Runtime  # noqa: E402
 from bot.store.database import Database, upgrade  # noqa: E402
 from bot.store.repository import SqlStore  # noqa: E402
+from bot.wiring import build_runtime  # noqa: E402
 
 log = logging.getLogger("bench.schedule")
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,7 +129,7 @@ async def run(url: str, n: int, lead_s: float) -> None:
         sent.append(datetime.now(UTC))
         return f"m{len(sent)}"
 
-    runtime = Runtime(engine, ("discord",), bridge_threads=8)
+    runtime = build_runtime(engine, ("discord",), bridge_threads=8)
     runtime.add_sender("discord", count)
     start = time.perf_counter()
     await runtime.start()
@@ -140,7 +140,7 @@ async def run(url: str, n: int, lead_s: float) -> None:
 
     idle = [await runtime.bridge.run(lambda: timed(scheduler.refresh)) for _ in range(5)]
     for i in range(10):
-        await runtime.bridge.run(engine.config, CommunityRef("discord", guild(i * 7)), "window_hours", "11")
+        await runtime.bridge.run(engine.admin.config, CommunityRef("discord", guild(i * 7)), "window_hours", "11")
     changed_s = await runtime.bridge.run(lambda: timed(scheduler.refresh))
     idle_s = statistics.median(idle)
     print(

@@ -33,7 +33,7 @@ async def run(clicks: int, concurrency: int) -> None:
         upgrade(url)
         fake = await FakeSlack().start()
         slack, database = await start_slack(fake, url, load_bank(TEST_BANK), FakeClock(datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc)))
-        slack.engine.config(CommunityRef("slack", "T1"), "channel", "C1")
+        slack.engine.admin.config(CommunityRef("slack", "T1"), "channel", "C1")
         try:
             round_id, ts = await slack.open_daily()
             gate = asyncio.Semaphore(concurrency)
@@ -50,7 +50,7 @@ async def run(clicks: int, concurrency: int) -> None:
                     response = await slack.click(payload)
                     waits.append(time.perf_counter() - start)
                 assert response.status == 200
-                rows = await asyncio.to_thread(slack.engine.export_rows, CommunityRef("slack", "T1"))
+                rows = await asyncio.to_thread(slack.engine.admin.export_rows, CommunityRef("slack", "T1"))
                 stored_first += any(r["user_id"] == who for r in rows)
 
             await asyncio.gather(*(one(n) for n in range(clicks)))

@@ -460,9 +460,9 @@ async def child(args: argparse.Namespace) -> None:
         RoundClosed,
         UserRef,
     )
-    from bot.platforms.runtime import Runtime
     from bot.store.database import Database
     from bot.store.repository import SqlStore
+    from bot.wiring import build_runtime
 
     work = Path(args.work)
     plan = make_plan(args.seed, args.days, args.members, args.database_url.startswith("sqlite"))
@@ -480,7 +480,7 @@ async def child(args: argparse.Namespace) -> None:
     bank = load_bank(ROOT / "questions")
     database = Database(bot_url(args.database_url))
     engine = StudyEngine(SqlStore(database), bank, clock=clock, default_window_hours=WINDOW_HOURS)
-    runtime = Runtime(engine, tuple(p.platform for p in PLACES))
+    runtime = build_runtime(engine, tuple(p.platform for p in PLACES))
     posts = Journal(work / "posts.jsonl")
     acks = Journal(work / "acks.jsonl")
     actions = Journal(work / "actions.jsonl")
@@ -502,14 +502,14 @@ async def child(args: argparse.Namespace) -> None:
                 ("timezone", place.timezone),
                 ("window", str(WINDOW_HOURS)),
             ):
-                result = await runtime.call(engine.configure, ref, key, value)
+                result = await runtime.call(engine.admin.configure, ref, key, value)
                 assert not isinstance(result, Problem), result
 
     def user_of(member: Member) -> UserRef:
         return UserRef(member.platform, member.community, member.user, f"Member {member.user}")
 
     async def answer(member: Member, round_id: int, choice: int, kind: str, tag: str) -> None:
-        result = await runtime.call(engine.answer, user_of(member), round_id, choice)
+        result = await runtime.call(engine.rounds.answer, user_of(member), round_id, choice)
         if isinstance(result, AnswerFeedback):
             if due_kill(kills, "after-answer", clock.now):
                 pause("kill after-answer")
@@ -579,7 +579,7 @@ async def child(args: argparse.Namespace) -> None:
             await asyncio.gather(*jobs)
 
     async def practice(member: Member, what: str, tag: str, channel: ChannelRef, rng: random.Random) -> None:
-        method = engine.quiz if what == "quiz" else engine.review
+        method = engine.practice.quiz if what == "quiz" else engine.practice.review
         card = await runtime.call(method, user_of(member), channel)
         if isinstance(card, QuestionCard):
             question = bank.get(card.question_id)  # None for a member's question approved in the soak
@@ -591,7 +591,7 @@ async def child(args: argparse.Namespace) -> None:
     async def suggest(member: Member, n: int, tag: str) -> None:
         place = _place(member.platform)
         channel = ChannelRef(place.platform, place.community, channel_now(plan, place.platform, clock.now))
-        result = await runtime.call(engine.suggest, user_of(member), channel, suggestion_form(n))
+        result = await runtime.call(engine.practice.suggest, user_of(member), channel, suggestion_form(n))
         if isinstance(result, Problem):
             return  # the member tries again at the next step
         number = getattr(result, "suggestion_id", None)
@@ -603,13 +603,13 @@ async def child(args: argparse.Namespace) -> None:
     async def decide(member: Member, number: int, decision: str, tag: str) -> None:
         community = CommunityRef(member.platform, member.community)
         note = "Say which PyTorch version the reference is about." if decision == "note" else None
-        result = await runtime.call(engine.decide_suggestion, community, number, decision, note)
+        result = await runtime.call(engine.practice.decide_suggestion, community, number, decision, note)
         if not isinstance(result, Problem):
             actions.write(key=tag, outcome=type(result).__name__, t=clock.now.isoformat())
             done.add(tag)
 
     async def forget(member: Member, tag: str) -> None:
-        result = await runtime.call(engine.forget_me, user_of(member), True)
+        result = await runtime.call(engine.admin.forget_me, user_of(member), True)
         if not isinstance(result, Problem):
             acks.write(p=member.platform, c=member.community, u=member.user, forgot=True, t=clock.now.isoformat())
             actions.write(key=tag, outcome=type(result).__name__, t=clock.now.isoformat())
@@ -632,7 +632,7 @@ async def child(args: argparse.Namespace) -> None:
             tag = f"channel:{place.platform}:{wanted}"
             if wanted != place.channel and tag not in done:
                 result = await runtime.call(
-                    engine.configure, CommunityRef(place.platform, place.community), "channel", wanted
+                    engine.admin.configure, CommunityRef(place.platform, place.community), "channel", wanted
                 )
                 if not isinstance(result, Problem):
                     actions.write(key=tag, outcome="set", t=now.isoformat())
@@ -802,9 +802,9 @@ async def demo_phase(args: argparse.Namespace, work: Path, tally: Tally) -> None
     from bot.core.engine import StudyEngine
     from bot.core.values import ChannelRef, UserRef
     from bot.jobs import CeleryBackend, DemoJobRunner
-    from bot.platforms.runtime import Runtime
     from bot.store.database import Database
     from bot.store.repository import SqlStore
+    from bot.wiring import build_runtime
     from tests.services import RedisServer, kill_group, start_worker
 
     plan = make_plan(args.seed, args.days, args.members, args.database_url.startswith("sqlite"))
@@ -812,7 +812,7 @@ async def demo_phase(args: argparse.Namespace, work: Path, tally: Tally) -> None
     bank = load_bank(ROOT / "questions")
     database = Database(bot_url(args.database_url))
     engine = StudyEngine(SqlStore(database), bank, clock=clock, default_window_hours=WINDOW_HOURS)
-    runtime = Runtime(engine, tuple(p.platform for p in PLACES))
+    runtime = build_runtime(engine, tuple(p.platform for p in PLACES))
     no_kills: list[Fault] = []
     every_db = {fault_key(f) for f in plan.faults if f.kind == "db"}  # no database outage in this phase
     fakes = FakePlatforms(plan, clock, Journal(work / "posts.jsonl"), bank, no_kills, every_db, lambda: None)
@@ -846,7 +846,7 @@ async def demo_phase(args: argparse.Namespace, work: Path, tally: Tally) -> None
                 place = _place(platform)
                 channel = ChannelRef(platform, place.community, channel_now(plan, platform, clock.now))
                 asked = await runtime.call(
-                    engine.request_demo,
+                    engine.demos.request_demo,
                     UserRef(platform, place.community, user, f"Member {user}"),
                     channel,
                     DEMO_REQUEST,
@@ -956,7 +956,7 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
         else:
             stuck += 1
             problems.append(f"{row.kind} {row.key} on {community.platform}: still {row.state} at the end")
-    alerts = {c.platform: engine.undelivered(CommunityRef(c.platform, c.external_id)) for c in communities.values()}
+    alerts = {c.platform: engine.outbox.undelivered(CommunityRef(c.platform, c.external_id)) for c in communities.values()}
     failed_per = Counter(by_id[r.community_id].platform for r in outbox if r.state == "failed")
     for platform, count in failed_per.items():
         gave_up_alerts = [a for a in alerts[platform] if "gave up" in a]
@@ -1058,7 +1058,7 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
             current = current + 1 if o else 0
             best = max(best, current)
         community = by_id[m.community_id]
-        card = engine.score(UserRef(community.platform, community.external_id, m.user_id, m.user_id))
+        card = engine.boards.score(UserRef(community.platform, community.external_id, m.user_id, m.user_id))
         if (card.streak, card.best_streak) != (run, best):
             streak_off += 1
     if bonus_off or streak_off:

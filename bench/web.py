@@ -241,7 +241,7 @@ def main() -> None:
         admin_token = links.token(COMMUNITY, None, admin=True)
         week = scoring.iso_week(NOW, "UTC")
         with store.read() as tx:
-            member_id = tx.find_member(community_id, member)
+            member_id = tx.members.find_member(community_id, member)
         assert member_id is not None
 
         def bare(work: Callable[[SqlTx], object]) -> Callable[[], object]:
@@ -252,41 +252,47 @@ def main() -> None:
             return run
 
         def member_queries(tx: SqlTx) -> object:
-            tx.member_named(community_id, member)
-            tx.week_points(member_id)
-            tx.question_outcomes(member_id)
-            tx.missed_answers(member_id, 100)
-            tx.reviews(member_id)
-            tx.answer_stats(member_id)
-            tx.points_total(member_id)
-            tx.week_rank(community_id, week, member_id)  # the member's rank this week
-            tx.daily_outcomes(community_id, member_id)
-            tx.member_ratings(member_id)
-            return tx.reviews_due(member_id, NOW)
+            tx.members.member_named(community_id, member)
+            tx.boards.week_points(member_id)
+            tx.answers.question_outcomes(member_id)
+            tx.answers.missed_answers(member_id, 100)
+            tx.reviews.reviews(member_id)
+            tx.answers.answer_stats(member_id)
+            tx.members.points_total(member_id)
+            tx.boards.week_rank(community_id, week, member_id)  # the member's rank this week
+            tx.streaks.daily_history(community_id, member_id)  # the streaks
+            tx.ratings.member_ratings(member_id)
+            return tx.reviews.reviews_due(member_id, NOW)
 
         pages: list[tuple[str, str, Callable[[SqlTx], object], int]] = [
             (
                 "leaderboard, this week",
                 f"/s/{member_token}/board",
-                lambda tx: (tx.board_size(community_id, week), tx.board_slice(community_id, week, 0, 100)),
+                lambda tx: (
+                    tx.boards.board_size(community_id, week),
+                    tx.boards.board_slice(community_id, week, 0, 100),
+                ),
                 args.repeat,
             ),
             (
                 "leaderboard, all time",
                 f"/s/{member_token}/board?week=all",
-                lambda tx: (tx.board_size(community_id, None), tx.board_slice(community_id, None, 0, 100)),
+                lambda tx: (
+                    tx.boards.board_size(community_id, None),
+                    tx.boards.board_slice(community_id, None, 0, 100),
+                ),
                 args.repeat,
             ),
             ("member page", f"/s/{member_token}/me", member_queries, args.repeat),
-            ("bank", f"/s/{member_token}/bank", lambda tx: tx.daily_questions(community_id), args.repeat),
-            ("demos", f"/s/{member_token}/demos", lambda tx: tx.community_demos(community_id, 20), args.repeat),
+            ("bank", f"/s/{member_token}/bank", lambda tx: tx.rounds.daily_questions(community_id), args.repeat),
+            ("demos", f"/s/{member_token}/demos", lambda tx: tx.demos.community_demos(community_id, 20), args.repeat),
             (
                 "admin",
                 f"/s/{admin_token}/admin",
                 lambda tx: (
-                    tx.undelivered(community_id),
-                    tx.community_demos(community_id, 20),
-                    tx.next_close(community_id),
+                    tx.outbox.undelivered(community_id),
+                    tx.demos.community_demos(community_id, 20),
+                    tx.rounds.next_close(community_id),
                 ),
                 args.repeat,
             ),
@@ -308,7 +314,7 @@ def main() -> None:
         fetch(f"/s/{admin_token}/admin")()
         cold = (time.perf_counter() - t0) * 1000
         with store.read() as tx:
-            counts = tx.item_counts(community_id)
+            counts = tx.item_stats.item_counts(community_id)
             questions = engine._pool(tx, community_id)
             flagged = engine._flagged(tx, community_id)
         read = wanted_picks(questions, counts)
@@ -332,7 +338,7 @@ def main() -> None:
         # again where those answers could have changed the verdict.
         rng = random.Random(23)
         with store.read() as tx:
-            member_ids = [tx.find_member(community_id, f"m{i}") for i in range(args.members)]
+            member_ids = [tx.members.find_member(community_id, f"m{i}") for i in range(args.members)]
         for since in (1, 100):
             after_ms = []
             for _ in range(max(1, args.repeat // 5)):
@@ -354,12 +360,12 @@ def main() -> None:
         post_ms = []
         for i, post_week in enumerate([week, *weeks]):
             t0 = time.perf_counter()
-            card = engine.weekly_post(COMMUNITY, post_week)
+            card = engine.boards.weekly_post(COMMUNITY, post_week)
             if i:  # the first (this week's board) warms
                 post_ms.append((time.perf_counter() - t0) * 1000)
             assert card is not None
         bare_post = timed(
-            bare(lambda tx: (tx.board(community_id, week), engine._flagged(tx, community_id))), args.repeat
+            bare(lambda tx: (tx.boards.board(community_id, week), engine._flagged(tx, community_id))), args.repeat
         )
         p99, bare99 = percentile(post_ms, 0.99), percentile(bare_post, 0.99)
         print(

@@ -4,13 +4,10 @@ platform's (bot/platforms/<platform>/doctor.py) import this; it imports none of 
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import httpx
 from pydantic import SecretStr
 
 Status = Literal["ok", "warn", "fail"]
@@ -38,26 +35,35 @@ def secret_value(value: SecretStr | None) -> str | None:
     return value.get_secret_value() if value is not None else None
 
 
-class JsonHttp:
-    """Small JSON calls with urllib (no event loop): status, body and headers, never raising
-    for an HTTP status."""
+class Unreachable(OSError):
+    """No HTTP answer came back (refused, timed out, no such host); `reason` says which. An
+    OSError, as urllib's URLError is, so the checks catching that catch this."""
 
-    def __init__(self, opener: Callable[..., Any] = urllib.request.urlopen) -> None:
-        self.open = opener
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class JsonHttp:
+    """Small JSON calls with httpx (no event loop): status, body (None when not JSON) and
+    lower-cased headers, never raising for an HTTP status; Unreachable when nothing answered.
+    `transport` is for tests (httpx.MockTransport)."""
+
+    def __init__(self, transport: httpx.BaseTransport | None = None) -> None:
+        self.transport = transport
 
     def call(
         self, method: str, url: str, headers: dict[str, str], data: bytes | None = None
     ) -> tuple[int, Any, dict[str, str]]:
-        request = urllib.request.Request(
-            url, data=data, method=method, headers={"User-Agent": "studybot-doctor", **headers}
-        )
         try:
-            with self.open(request, timeout=HTTP_TIMEOUT_S) as response:
-                status, raw, found = response.status, response.read(), dict(response.headers)
-        except urllib.error.HTTPError as exc:
-            status, raw, found = exc.code, exc.read(), dict(exc.headers)
+            with httpx.Client(transport=self.transport, timeout=HTTP_TIMEOUT_S, follow_redirects=True) as client:
+                response = client.request(
+                    method, url, content=data, headers={"User-Agent": "studybot-doctor", **headers}
+                )
+        except httpx.TransportError as exc:
+            raise Unreachable(str(exc) or type(exc).__name__) from exc
         try:
-            body = json.loads(raw or b"null")
+            body = response.json() if response.content else None
         except ValueError:
             body = None
-        return status, body, {k.lower(): v for k, v in found.items()}
+        return response.status_code, body, {k.lower(): v for k, v in response.headers.items()}

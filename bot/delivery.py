@@ -18,9 +18,18 @@ import asyncio
 import logging
 import os
 import socket
-import time
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from bot.core.engine import StudyEngine
 from bot.core.errors import SendFailed, StoreUnavailable
@@ -30,9 +39,13 @@ log = logging.getLogger(__name__)
 
 Send = Callable[[ChannelRef, Posted], "str | None"]
 AsyncSend = Callable[[ChannelRef, Posted], Awaitable["str | None"]]
-# Waits between tries to record a post the platform took (about 30 s in all, well inside the
-# outbox lease of 2 minutes, after which an unrecorded post would be sent a second time).
-RECORD_WAITS_S = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+# Recording a post the platform took is tried this many times while the database is away,
+# waiting 0.5, 1, 2, 4, 8 then 16 s between tries (about 30 s in all, well inside the outbox
+# lease of 2 minutes, after which an unrecorded post would be sent a second time). A failed
+# send is not retried here: the outbox schedules its next try (retry-after, backoff, giving up).
+RECORD_TRIES = 7
+RECORD_FIRST_WAIT_S = 0.5
+RECORD_LONGEST_WAIT_S = 16.0
 
 
 async def wake_or_timeout(wake: asyncio.Event, timeout_s: float) -> None:
@@ -73,8 +86,8 @@ class Deliverer:
 
     def _due(self) -> list[Delivery]:
         if self.serves is None:
-            return self.engine.due_posts(self.platform, self.worker, self.community, self.batch)
-        return self.engine.due_posts(self.platform, self.worker, self.community, self.batch, serves=self.serves)
+            return self.engine.outbox.due_posts(self.platform, self.worker, self.community, self.batch)
+        return self.engine.outbox.due_posts(self.platform, self.worker, self.community, self.batch, serves=self.serves)
 
     def _failure(self, item: Delivery, exc: BaseException) -> None:
         self.failed += 1
@@ -82,7 +95,7 @@ class Deliverer:
             reason, permanent, retry_after = exc.reason, exc.permanent, exc.retry_after
         else:
             reason, permanent, retry_after = f"{type(exc).__name__}: {exc}", False, None
-        gave_up = self.engine.delivery_failed(item.outbox_id, reason, permanent, retry_after)
+        gave_up = self.engine.outbox.delivery_failed(item.outbox_id, reason, permanent, retry_after)
         log.log(
             logging.WARNING if gave_up else logging.INFO,
             "posting %s to %s failed (try %s): %s%s",
@@ -94,13 +107,26 @@ class Deliverer:
         )
 
     @staticmethod
-    def _unrecorded(item: Delivery, wait: float) -> None:
-        log.warning(
-            "post %s reached %s but the database is away; recording it again in %.1f s",
-            item.outbox_id,
-            item.channel,
-            wait,
-        )
+    def _record_policy(item: Delivery) -> dict[str, Any]:
+        """How recording `item` is retried (tenacity's Retrying and AsyncRetrying take the same
+        arguments): only while the store is unavailable, then its error is raised as it came."""
+
+        def unrecorded(state: RetryCallState) -> None:
+            wait = state.next_action.sleep if state.next_action is not None else 0.0
+            log.warning(
+                "post %s reached %s but the database is away; recording it again in %.1f s",
+                item.outbox_id,
+                item.channel,
+                wait,
+            )
+
+        return {
+            "retry": retry_if_exception_type(StoreUnavailable),
+            "stop": stop_after_attempt(RECORD_TRIES),
+            "wait": wait_exponential(multiplier=RECORD_FIRST_WAIT_S, max=RECORD_LONGEST_WAIT_S),
+            "before_sleep": unrecorded,
+            "reraise": True,
+        }
 
     # ------------------------------------------------------------------ sync
 
@@ -113,15 +139,7 @@ class Deliverer:
             except Exception as exc:  # the platform's failure: recorded, retried or given up
                 self._failure(item, exc)
                 continue
-            for wait in (*RECORD_WAITS_S, None):
-                try:
-                    self.engine.delivered(item.outbox_id, ref)
-                    break
-                except StoreUnavailable:
-                    if wait is None:
-                        raise
-                    self._unrecorded(item, wait)
-                    time.sleep(wait)
+            Retrying(**self._record_policy(item))(self.engine.outbox.delivered, item.outbox_id, ref)
             self.sent += 1
             done += 1
         return done
@@ -140,15 +158,7 @@ class Deliverer:
             except Exception as exc:
                 await run(self._failure, item, exc)
                 continue
-            for wait in (*RECORD_WAITS_S, None):
-                try:
-                    await run(self.engine.delivered, item.outbox_id, ref)
-                    break
-                except StoreUnavailable:
-                    if wait is None:
-                        raise
-                    self._unrecorded(item, wait)
-                    await asyncio.sleep(wait)
+            await AsyncRetrying(**self._record_policy(item))(run, self.engine.outbox.delivered, item.outbox_id, ref)
             self.sent += 1
             done += 1
         return done

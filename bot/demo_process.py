@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import ROOT
+from bot.errors import WorkerFailure
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +46,12 @@ THREAD_ADDRESS_SPACE = 16 * 1024**2
 _OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "Cannot allocate memory", "std::bad_alloc")
 
 
-class DemoFailure(Exception):
+class DemoFailure(WorkerFailure):
     """A demo that did not finish, with one sentence for the person who asked, and why
     (`kind`: one of the kinds above, or the bot's own)."""
 
     def __init__(self, sentence: str, kind: str = FAILED) -> None:
         super().__init__(sentence)
-        self.sentence = sentence
         self.kind = kind
 
 

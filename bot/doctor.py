@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import httpx
 
 from bot.checks import RANK, Check, JsonHttp, exit_code, secret_value
 from bot.config import Settings
@@ -365,12 +365,13 @@ def guarded(name: str, check: Callable[[], list[Check]]) -> list[Check]:
 
 
 def health(url: str, timeout_s: float = 5.0) -> tuple[bool, str]:
-    """Whether the running bot answers GET url (its /healthz) with 200 ok."""
+    """Whether the running bot answers GET url (its /healthz) with 200 ok, and what it answered
+    ("200 ok", "404 Not Found", or why nothing answered)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            body = response.read(64).decode("utf-8", "replace").strip()
-            return response.status == 200 and body == "ok", f"{response.status} {body}"
-    except urllib.error.HTTPError as exc:
-        return False, f"{exc.code} {exc.reason}"
-    except (urllib.error.URLError, OSError) as exc:
-        return False, str(getattr(exc, "reason", exc))
+        response = httpx.get(url, timeout=timeout_s, follow_redirects=True)
+    except httpx.HTTPError as exc:
+        return False, str(exc) or type(exc).__name__
+    if response.status_code != 200:
+        return False, f"{response.status_code} {response.reason_phrase}"
+    body = response.content[:64].decode("utf-8", "replace").strip()
+    return body == "ok", f"{response.status_code} {body}"

@@ -17,18 +17,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from bot.config import ROOT
+from bot.errors import WorkerFailure
 
 log = logging.getLogger(__name__)
 
 Row = Sequence[Any]
 
 
-class FitFailure(Exception):
+class FitFailure(WorkerFailure):
     """A fit that did not finish, with one sentence for the person who asked."""
-
-    def __init__(self, sentence: str) -> None:
-        super().__init__(sentence)
-        self.sentence = sentence
 
 
 def fit(rows: Sequence[Row]) -> dict[str, Any]:

@@ -55,14 +55,14 @@ def fit_community(engine: StudyEngine, community: CommunityRef, fitter: Fitter) 
     """Fit the community's parameters on the worker and store them; the sentence to show
     (FitFailure with one when the worker could not fit). Below the optimizer's minimum of
     counted reviews nothing is sent and the defaults stay."""
-    request = engine.fsrs_request(community)
+    request = engine.fsrs.fsrs_request(community)
     if request.needed:
         return _too_few(engine, community, request)
     return _fit(engine, community, request, fitter)
 
 
 def _too_few(engine: StudyEngine, community: CommunityRef, request: FitRequest) -> str:
-    engine.fsrs_outcome(community, None, request.counted)
+    engine.fsrs.fsrs_outcome(community, None, request.counted)
     return wording.FSRS_TOO_FEW.format(counted=request.counted, minimum=MIN_REVIEWS, more=request.needed)
 
 
@@ -73,9 +73,9 @@ def _fit(engine: StudyEngine, community: CommunityRef, request: FitRequest, fitt
         raise FitFailure(wording.FSRS_FIT_FAILED.format(community=request.name, reason=failure.sentence)) from None
     parameters = result.get("parameters")
     if not isinstance(parameters, list):
-        engine.fsrs_outcome(community, None, request.counted)
+        engine.fsrs.fsrs_outcome(community, None, request.counted)
         return wording.FSRS_KEPT.format(reviews=request.counted)
-    engine.fsrs_outcome(community, [float(w) for w in parameters], request.counted)
+    engine.fsrs.fsrs_outcome(community, [float(w) for w in parameters], request.counted)
     seconds = float(result.get("fit_s") or 0.0)
     return wording.FSRS_FITTED.format(reviews=request.counted, community=request.name, seconds=seconds)
 
@@ -112,7 +112,7 @@ class WeeklyFits:
         """One weekly fit now: its sentence, or None when another process claimed the week."""
         where = f"{community.platform}/{community.community_id}"
         try:
-            if not self.engine.fsrs_claim_week(community, week):
+            if not self.engine.fsrs.fsrs_claim_week(community, week):
                 return None
             sentence = fit_community(self.engine, community, self.fitter or worker_fitter(Settings()))
         except FitFailure as failure:

@@ -1,6 +1,6 @@
 """Demo jobs: a queue in the database, run by a worker that never blocks the chat.
 
-`engine.request_demo` queues a job (cooldown and queue limits are the engine's rules). A
+`engine.demos.request_demo` queues a job (cooldown and queue limits are the engine's rules). A
 `DemoJobRunner` in the bot process claims jobs one community at a time and runs each on a
 back end chosen by `STUDYBOT_WORKER`:
 
@@ -275,7 +275,7 @@ class DemoJobRunner:
         """At start: jobs a stopped process left running are failed and their askers told."""
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
-        failed = await asyncio.to_thread(self.engine.interrupted_demos, serves=self.serves)
+        failed = await asyncio.to_thread(self.engine.demos.interrupted_demos, serves=self.serves)
         if failed:
             log.warning("%s demo(s) were running when the bot stopped: marked failed", failed)
             self._finished()
@@ -302,14 +302,14 @@ class DemoJobRunner:
             log.warning("%s", reason) if reason else log.info("the demo back end is reachable again")
             self.unavailable_reason = reason
         try:
-            job = await asyncio.to_thread(self.engine.claim_demo, self.name, self.backend.name, self.serves)
+            job = await asyncio.to_thread(self.engine.demos.claim_demo, self.name, self.backend.name, self.serves)
         except StudyBotError as exc:
             log.warning("claiming a demo job failed: %s", exc.message)
             return False
         if job is None:
             return False
         if reason:  # refuse at once rather than leave the member waiting on a dead queue
-            await asyncio.to_thread(self.engine.demo_failed, job.id, reason, "unavailable")
+            await asyncio.to_thread(self.engine.demos.demo_failed, job.id, reason, "unavailable")
             self._finished()
             return True
         self.backend.admit(job.id)  # at once, on the loop: the next claim sees its memory promised
@@ -337,7 +337,7 @@ class DemoJobRunner:
                 else:
                     return
                 snapshot = {**progress, "rows": list(progress["rows"])}
-                card = await asyncio.to_thread(self.engine.demo_progress, job.id, snapshot)
+                card = await asyncio.to_thread(self.engine.demos.demo_progress, job.id, snapshot)
                 if card is not None and self.on_progress is not None:
                     try:
                         await self.on_progress(card)
@@ -348,10 +348,10 @@ class DemoJobRunner:
         try:
             outcome = await self.backend.run(job, on_event)
         except DemoFailure as failure:
-            await asyncio.to_thread(self.engine.demo_failed, job.id, failure.sentence, failure.kind)
+            await asyncio.to_thread(self.engine.demos.demo_failed, job.id, failure.sentence, failure.kind)
         except Exception:
             incident = report_incident(f"demo {job.id}")
-            await asyncio.to_thread(self.engine.demo_failed, job.id, BUG.format(incident=incident), "bug")
+            await asyncio.to_thread(self.engine.demos.demo_failed, job.id, BUG.format(incident=incident), "bug")
         else:
             saved = save_charts(self.out_dir, f"demo-{job.id}", outcome)
             result = dict(outcome.result)
@@ -359,7 +359,7 @@ class DemoJobRunner:
             result.pop("chart", None)
             result.setdefault("wall_s", round(time.perf_counter() - started, 3))
             chart_path = next(iter(saved.values()), None)
-            await asyncio.to_thread(self.engine.demo_finished, job.id, result, chart_path)
+            await asyncio.to_thread(self.engine.demos.demo_finished, job.id, result, chart_path)
         self._finished()
 
 

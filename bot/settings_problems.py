@@ -1,31 +1,32 @@
 """Bad settings in one sentence: which variable, the value given (never a secret's), and what
 is allowed; and a `.env` line that cannot be read, by its line number. Every CLI command loads
-its settings through `load_settings`, so none of them shows pydantic's traceback."""
+its settings through `load_settings`, so none of them shows pydantic's traceback.
+
+The sentence is worded from pydantic's own report (`ValidationError.errors()`: the field, the
+kind of problem, the value, a validator's words) and what the field allows from Settings' JSON
+schema (its type and bounds), so a new setting needs no wording here."""
 
 from __future__ import annotations
 
+import functools
 import io
-import typing
+import logging
 from pathlib import Path
 from typing import Any
 
-from annotated_types import Ge, Gt, Le, Lt
-from dotenv.parser import parse_stream
-from pydantic import SecretStr, ValidationError
-from pydantic.fields import FieldInfo
+from dotenv import dotenv_values
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from bot.config import Settings
+from bot.errors import OperatorError
 
 # Longest value shown back in a sentence (a pasted paragraph is cut).
 _SHOWN = 40
 
 
-class SettingsError(ValueError):
+class SettingsError(OperatorError):
     """A setting the bot cannot start with, as one sentence for the person who set it."""
-
-    def __init__(self, sentence: str) -> None:
-        super().__init__(sentence)
-        self.sentence = sentence
 
 
 def variable_name(field: str) -> str:
@@ -38,59 +39,48 @@ def variable_name(field: str) -> str:
     return f"STUDYBOT_{field.upper()}" if field else "a setting"
 
 
-def _is_secret(info: FieldInfo | None) -> bool:
-    if info is None:
-        return False
-    return SecretStr in (info.annotation, *typing.get_args(info.annotation))
+@functools.cache
+def _schemas() -> dict[str, dict[str, Any]]:
+    """Each field's JSON schema by its name (an optional field's: the branch that is not null)."""
+    fields: dict[str, dict[str, Any]] = Settings.model_json_schema(by_alias=False)["properties"]
+    schemas: dict[str, dict[str, Any]] = {}
+    for name, schema in fields.items():
+        branches = [b for b in schema.get("anyOf", [schema]) if b.get("type") != "null"]
+        schemas[name] = branches[0] if branches else schema
+    return schemas
+
+
+def _is_secret(field: str) -> bool:
+    return _schemas().get(field, {}).get("format") == "password"
 
 
 def _number(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _kind(info: FieldInfo) -> str:
-    types = {info.annotation, *typing.get_args(info.annotation)} - {type(None)}
-    if int in types:
-        return "a whole number"
-    if float in types:
-        return "a number"
-    if bool in types:
-        return "true or false"
-    literals = (
-        [arg for t in types for arg in typing.get_args(t)]
-        if any(typing.get_origin(t) is typing.Literal for t in types)
-        else []
-    )
-    if literals:
-        return "one of " + ", ".join(str(v) for v in literals)
-    return "text"
+_KINDS = {"integer": "a whole number", "number": "a number", "boolean": "true or false"}
 
 
 def allowed(field: str) -> str:
     """What a field accepts, in words: "a whole number from 1 to 48", "one of local, celery"."""
-    info = Settings.model_fields.get(field)
-    if info is None:
+    schema = _schemas().get(field)
+    if schema is None:
         return "a valid value"
-    kind = _kind(info)
-    low: object = None
-    high: object = None
-    low_open = high_open = False
-    for rule in info.metadata:
-        if isinstance(rule, Ge):
-            low = rule.ge
-        elif isinstance(rule, Gt):
-            low, low_open = rule.gt, True
-        elif isinstance(rule, Le):
-            high = rule.le
-        elif isinstance(rule, Lt):
-            high, high_open = rule.lt, True
-    if low is not None and high is not None and not low_open and not high_open:
+    if "enum" in schema:
+        return "one of " + ", ".join(str(v) for v in schema["enum"])
+    kind = _KINDS.get(schema.get("type", ""), "text")
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is not None and high is not None:
         return f"{kind} from {_number(low)} to {_number(high)}"
     bounds = []
-    if low is not None:
-        bounds.append(f"{'more than' if low_open else 'at least'} {_number(low)}")
-    if high is not None:
-        bounds.append(f"{'less than' if high_open else 'at most'} {_number(high)}")
+    if "exclusiveMinimum" in schema:
+        bounds.append(f"more than {_number(schema['exclusiveMinimum'])}")
+    elif low is not None:
+        bounds.append(f"at least {_number(low)}")
+    if "exclusiveMaximum" in schema:
+        bounds.append(f"less than {_number(schema['exclusiveMaximum'])}")
+    elif high is not None:
+        bounds.append(f"at most {_number(high)}")
     return kind + (" " + " and ".join(bounds) if bounds else "")
 
 
@@ -107,28 +97,57 @@ def _shown(value: Any, field: str = "") -> str:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
+def _reason(error: ErrorDetails) -> str:
+    """A validator's own words (a ValueError it raised), without pydantic's "Value error, "."""
+    raised = (error.get("ctx") or {}).get("error")
+    return str(raised) if raised is not None else str(error["msg"]).removeprefix("Value error, ")
+
+
+def _field(error: ErrorDetails) -> str:
+    """The Settings field an error is about ("" for a rule across fields); pydantic names a
+    field set by its own variable (DISCORD_TOKEN) by that name."""
+    name = str(error["loc"][0]) if error["loc"] else ""
+    if not name or name in Settings.model_fields:
+        return name
+    return next((field for field in Settings.model_fields if variable_name(field) == name), name)
+
+
+def _sentence(error: ErrorDetails) -> str:
+    field = _field(error)
+    if not field:  # a rule across fields (a model validator): its own words name the variables
+        return f"The settings do not fit together: {_reason(error)}."
+    shown = "" if _is_secret(field) else f"={_shown(error.get('input'), field)}"
+    if error["type"] == "value_error":  # a field validator's rule, in its own words
+        return f"{variable_name(field)}{shown} is not valid: {_reason(error)}."
+    if _is_secret(field):
+        return f"{variable_name(field)} is not valid: it must be {allowed(field)}."
+    return f"{variable_name(field)}{shown} is not allowed: it must be {allowed(field)}."
+
+
 def describe(exc: ValidationError) -> str:
     """The first problem of a Settings validation as one sentence (and how many more there are)."""
     errors = exc.errors()
-    first = errors[0]
-    field = str(first["loc"][0]) if first["loc"] else ""
-    info = Settings.model_fields.get(field)
-    if not field:  # a rule across fields (a model validator): its own words name the variables
-        message = str(first["msg"]).removeprefix("Value error, ")
-        sentence = f"The settings do not fit together: {message}."
-    elif first["type"] == "value_error":
-        message = str(first["msg"]).removeprefix("Value error, ")
-        shown = "" if _is_secret(info) else f"={_shown(first.get('input'), field)}"
-        sentence = f"{variable_name(field)}{shown} is not valid: {message}."
-    elif _is_secret(info):
-        sentence = f"{variable_name(field)} is not valid: it must be {allowed(field)}."
-    else:
-        shown = _shown(first.get("input"), field)
-        sentence = f"{variable_name(field)}={shown} is not allowed: it must be {allowed(field)}."
+    sentence = _sentence(errors[0])
     more = len(errors) - 1
     if more:
         sentence += f" ({more} more setting{'s' if more > 1 else ''} {'are' if more > 1 else 'is'} wrong too.)"
     return sentence
+
+
+class _Unparsed(logging.Filter):
+    """python-dotenv's report of a statement it cannot parse (a warning naming the line the
+    statement starts at, its blank lines before it counted): kept here, not printed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[int] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if "could not parse" in str(record.msg) and args and isinstance(args[0], int):
+            self.lines.append(args[0])
+            return False
+        return True
 
 
 def env_file_problem(path: Path) -> str | None:
@@ -142,12 +161,20 @@ def env_file_problem(path: Path) -> str | None:
         return f"{path} is not UTF-8 text: save it as UTF-8 with one NAME=value per line."
     except OSError as exc:
         return f"{path} cannot be read ({exc.strerror}): check its permissions."
-    for binding in parse_stream(io.StringIO(text)):
-        if binding.error:
-            text = binding.original.string  # it may start with the blank lines before it
-            line = binding.original.line + text[: len(text) - len(text.lstrip())].count("\n")
-            return f"{path} line {line} cannot be read: write it as NAME=value (or start it with # for a comment)."
-    return None
+    unparsed = _Unparsed()
+    logger = logging.getLogger("dotenv.main")
+    logger.addFilter(unparsed)
+    try:
+        dotenv_values(stream=io.StringIO(text), interpolate=False)
+    finally:
+        logger.removeFilter(unparsed)
+    if not unparsed.lines:
+        return None
+    lines = text.splitlines()
+    line = unparsed.lines[0]
+    while line < len(lines) and not lines[line - 1].strip():  # the statement's own line, past the blank ones
+        line += 1
+    return f"{path} line {line} cannot be read: write it as NAME=value (or start it with # for a comment)."
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -25,6 +25,7 @@ from bot.jobs import DemoJobRunner, LocalBackend
 from bot.platforms.console import ConsoleApp, ConsoleOptions, Message
 from bot.platforms.launch import serve
 from bot.platforms.runtime import Runtime
+from bot.wiring import build_runtime
 
 T = TypeVar("T")
 
@@ -52,7 +53,7 @@ class Console:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="console-test-loop", daemon=True)
         self._thread.start()
-        self.runtime = Runtime(engine, ("console",), deliver_every_s=0.2)
+        self.runtime = build_runtime(engine, ("console",), deliver_every_s=0.2)
         if demos is not None:
             self.runtime.demo_runner = DemoJobRunner(
                 engine,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -24,29 +25,65 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def answering_pid(port: int) -> int | None:
+    """The process id of the Redis server answering on 127.0.0.1:port (INFO server), or None."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            s.sendall(b"INFO server\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+                found = re.search(rb"process_id:(\d+)\r\n", data)
+                if found:
+                    return int(found.group(1))
+    except OSError:
+        return None
+    return None
+
+
 class RedisServer:
     """Debian's redis-server on 127.0.0.1, nothing saved; `stop` and `start` again on the same
-    port (a test takes Redis away and brings it back)."""
+    port (a test takes Redis away and brings it back). Started only once this server itself
+    answers on the port (its process id), never another test worker's Redis that took the port
+    first; a first start then tries another free port."""
 
     def __init__(self, port: int | None = None) -> None:
+        self.chosen = port is None
         self.port = port or free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc: subprocess.Popen[bytes] | None = None
 
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
     def start(self) -> RedisServer:
+        for _ in range(5):
+            if self._start_on(self.port):
+                self.chosen = False  # from now on the tests stop and start it on this port
+                return self
+            if not self.chosen:
+                break
+            self.port = free_port()
+        raise AssertionError(f"redis-server did not start on 127.0.0.1:{self.port}")
+
+    def _start_on(self, port: int) -> bool:
         binary = shutil.which("redis-server")
         assert binary is not None
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        proc = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         for _ in range(200):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return self
+            if proc.poll() is not None:  # the port was taken
+                return False
+            if answering_pid(port) == proc.pid:
+                self.proc = proc
+                return True
             time.sleep(0.05)
-        raise AssertionError("redis-server did not start")
+        proc.kill()
+        proc.wait(timeout=10)
+        return False
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -55,7 +55,7 @@ def answer_by_model(engine: StudyEngine, user: UserRef, card: QuestionCard, righ
     assert question is not None
     good = question.choices[question.answer_index].text
     shown = card.choices.index(good)
-    engine.answer(user, card.round_id, shown if right else (shown + 1) % len(card.choices))
+    engine.rounds.answer(user, card.round_id, shown if right else (shown + 1) % len(card.choices))
 
 
 def simulate(engine: StudyEngine, clock: FakeClock, truth: dict[str, float], abilities: list[float], seed: int = 1):
@@ -67,7 +67,7 @@ def simulate(engine: StudyEngine, clock: FakeClock, truth: dict[str, float], abi
     picked: list[list[float]] = [[] for _ in abilities]
     for _ in range(ANSWERS):
         for i, (user, ability) in enumerate(zip(users, abilities, strict=True)):
-            card = engine.quiz(user, here)
+            card = engine.practice.quiz(user, here)
             p = elo.chance(ability, truth[card.question_id])
             right = rng.random() < p
             answer_by_model(engine, user, card, right)
@@ -136,7 +136,7 @@ def test_simulated_population_lands_near_the_target_and_ratings_rank_abilities(s
 
     # The members' overall ratings rank like their true abilities.
     with engine.store.read() as tx:
-        ratings = [tx.member_ratings(tx.find_member(1, u.user_id) or 0)[elo.OVERALL][0] for u in users]
+        ratings = [tx.ratings.member_ratings(tx.members.find_member(1, u.user_id) or 0)[elo.OVERALL][0] for u in users]
     assert spearman(ratings, abilities) > 0.8
 
 
@@ -148,15 +148,15 @@ def test_no_question_twice_within_30_days(sqlite_url: str, clock: FakeClock) -> 
     here = ChannelRef("console", "c", "console")
     seen = []
     for _ in range(6):
-        card = engine.quiz(user, here)
+        card = engine.practice.quiz(user, here)
         answer_by_model(engine, user, card, True)
         seen.append(card.question_id)
         clock.advance(days=1)
     assert len(set(seen)) == 6
     with pytest.raises(NotFound, match="last 30 days"):
-        engine.quiz(user, here)
+        engine.practice.quiz(user, here)
     clock.advance(days=25)
-    assert engine.quiz(user, here).question_id == seen[0]
+    assert engine.practice.quiz(user, here).question_id == seen[0]
     database.dispose()
 
 
@@ -166,11 +166,11 @@ def test_a_due_review_comes_first(sqlite_url: str, clock: FakeClock) -> None:
     engine = StudyEngine(SqlStore(database), bank, clock=clock)
     user = UserRef("console", "c", "ann", "Ann")
     here = ChannelRef("console", "c", "console")
-    missed = engine.quiz(user, here)
+    missed = engine.practice.quiz(user, here)
     answer_by_model(engine, user, missed, False)
-    assert engine.quiz(user, here).kind == "practice"  # not yet due (tomorrow)
+    assert engine.practice.quiz(user, here).kind == "practice"  # not yet due (tomorrow)
     clock.advance(days=2)
-    card = engine.quiz(user, here)
+    card = engine.practice.quiz(user, here)
     assert (card.kind, card.question_id) == ("review", missed.question_id)
     database.dispose()
 
@@ -182,9 +182,9 @@ def test_score_shows_a_level_per_topic(sqlite_url: str, clock: FakeClock) -> Non
     user = UserRef("console", "c", "ann", "Ann")
     here = ChannelRef("console", "c", "console")
     for _ in range(8):
-        card = engine.quiz(user, here)
+        card = engine.practice.quiz(user, here)
         answer_by_model(engine, user, card, True)
-    levels = engine.score(user).levels
+    levels = engine.boards.score(user).levels
     assert levels and all(level.rating > 0 and level.answers > 0 for level in levels)
     assert {level.topic for level in levels} <= set(TOPICS)
     database.dispose()
@@ -195,12 +195,12 @@ def test_the_daily_round_is_the_same_for_everyone(sqlite_url: str, clock: FakeCl
     database = Database(sqlite_url)
     engine = StudyEngine(SqlStore(database), bank, clock=clock)
     here = ChannelRef("console", "c", "console")
-    card = engine.open_daily(here)
+    card = engine.rounds.open_daily(here)
     assert isinstance(card, QuestionCard) and card.kind == "daily"
     strong, weak = UserRef("console", "c", "s", "S"), UserRef("console", "c", "w", "W")
     answer_by_model(engine, strong, card, True)
     answer_by_model(engine, weak, card, False)
-    assert engine.open_daily(here).round_id == card.round_id  # one round, whoever asks
+    assert engine.rounds.open_daily(here).round_id == card.round_id  # one round, whoever asks
     database.dispose()
 
 
@@ -211,11 +211,11 @@ def test_item_analysis_reads_the_question_ratings(sqlite_url: str, clock: FakeCl
     here = ChannelRef("console", "c", "console")
     for i in range(5):
         user = UserRef("console", "c", f"u{i}", f"U{i}")
-        card = engine.quiz(user, here, "fundamentals")
+        card = engine.practice.quiz(user, here, "fundamentals")
         answer_by_model(engine, user, card, i % 2 == 0)
     with engine.store.read() as tx:
-        stored = tx.question_ratings()
-    ratings = engine.difficulty(list(bank.questions), stored)
+        stored = tx.ratings.question_ratings()
+    ratings = engine.practice.difficulty(list(bank.questions), stored)
     stats = {s.question_id: s for s in analyse([], bank.questions, ratings=ratings)}
     for qid, (value, _) in stored.items():
         assert stats[qid].difficulty == pytest.approx(value)

@@ -101,16 +101,16 @@ def miss_and_hit(engine: StudyEngine, who: UserRef, where: ChannelRef, clock: Fa
     reviewed one's (the newest miss)."""
     asked = []
     for n in range(3):
-        card = engine.quiz(who, where)
+        card = engine.practice.quiz(who, where)
         assert isinstance(card, QuestionCard)
         choice = right_index(engine.bank, card) if n == 1 else wrong_index(engine.bank, card)
-        feedback = engine.answer(who, card.round_id, choice)
+        feedback = engine.rounds.answer(who, card.round_id, choice)
         assert isinstance(feedback, AnswerFeedback) and feedback.correct == (n == 1)
         asked.append(card.question_id)
     clock.set(clock.now + timedelta(days=2))
-    again = engine.review(who, where)
+    again = engine.practice.review(who, where)
     assert isinstance(again, QuestionCard) and again.question_id in (asked[0], asked[2])
-    assert isinstance(engine.answer(who, again.round_id, wrong_index(engine.bank, again)), AnswerFeedback)
+    assert isinstance(engine.rounds.answer(who, again.round_id, wrong_index(engine.bank, again)), AnswerFeedback)
     return asked[0], asked[1], asked[2], again.question_id
 
 
@@ -170,12 +170,12 @@ def test_the_console_exports_each_missed_question_once_and_a_second_export_keeps
         # three notes; the two from before keep their guid, note type and deck.
         clock.set(clock.now + timedelta(days=1))
         for _ in range(20):  # reviews due come first, answered right; then the least seen
-            card = engine.quiz(chat.user, chat.channel, "fundamentals")
+            card = engine.practice.quiz(chat.user, chat.channel, "fundamentals")
             if card.question_id == right:
                 break
-            engine.answer(chat.user, card.round_id, right_index(test_bank, card))
+            engine.rounds.answer(chat.user, card.round_id, right_index(test_bank, card))
         assert card.question_id == right
-        engine.answer(chat.user, card.round_id, wrong_index(test_bank, card))
+        engine.rounds.answer(chat.user, card.round_id, wrong_index(test_bank, card))
         (again,) = chat.handle("/review export")
         assert Path(again.data["path"]) == path  # the same file, replaced
         later, _, _ = open_package(path.read_bytes(), tmp_path)
@@ -314,11 +314,11 @@ async def test_the_web_page_links_a_members_misses_and_the_revealed_bank(
     community = CommunityRef("console", "club")
     channel = ChannelRef("console", "club", "general")
     ann = UserRef("console", "club", "ann", "Ann")
-    engine.configure(community, "channel", "general")
-    daily = engine.open_daily(channel)
+    engine.admin.configure(community, "channel", "general")
+    daily = engine.rounds.open_daily(channel)
     assert isinstance(daily, QuestionCard)
-    engine.answer(ann, daily.round_id, wrong_index(engine.bank, daily))
-    engine.close_open_in(channel)  # revealed: now in the bank page and its deck
+    engine.rounds.answer(ann, daily.round_id, wrong_index(engine.bank, daily))
+    engine.rounds.close_open_in(channel)  # revealed: now in the bank page and its deck
 
     page = links.member(community, "ann")
     status, _, body = await get(page)
@@ -339,7 +339,7 @@ async def test_the_web_page_links_a_members_misses_and_the_revealed_bank(
     # The member deck needs the member's own link; a private community's bank deck needs a link.
     assert (await get(links.admin(community, "ann").replace("/admin", "/me/misses.apkg")))[0] == 404
     assert (await get(f"{base}/c/console/club/bank.apkg"))[0] == 404
-    engine.configure(community, "web", "public")
+    engine.admin.configure(community, "web", "public")
     status, _, data = await get(f"{base}/c/console/club/bank.apkg")
     assert status == 200 and len(open_package(data, tmp_path)[0]) == 1
     assert (await get(f"{base}/c/console/club/me/misses.apkg"))[0] == 404

@@ -23,7 +23,7 @@ from bot.core.values import AlreadyAnswered, AnswerFeedback, ChannelRef, Communi
 from bot.store.database import Database
 from bot.store.held import HELD_LIMIT
 from bot.store.repository import SqlStore
-from tests.conftest import FakeClock, postgres_url_or_skip
+from tests.conftest import FakeClock, PostgresDatabases
 
 CH = ChannelRef("console", "guild", "general")
 DEADLINE = 20.0
@@ -34,7 +34,7 @@ def user(name: str) -> UserRef:
 
 
 def open_round(engine: StudyEngine) -> QuestionCard:
-    card = engine.open_daily(CH)
+    card = engine.rounds.open_daily(CH)
     assert isinstance(card, QuestionCard)
     return card
 
@@ -161,14 +161,14 @@ async def test_a_caller_cancelled_while_its_answer_is_written_keeps_that_answer_
     card = open_round(engine)
     gate = Gate()
     ann = user("Ann")
-    task = asyncio.ensure_future(bridge.call(gate.wrap(engine.answer), ann, card.round_id, 0))
+    task = asyncio.ensure_future(bridge.call(gate.wrap(engine.rounds.answer), ann, card.round_id, 0))
     await until(gate.started.is_set, "the answer to start")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     gate.release.set()
     await until(gate.finished.is_set, "the answer to finish")
-    again = await bridge.call(engine.answer, ann, card.round_id, 2)
+    again = await bridge.call(engine.rounds.answer, ann, card.round_id, 2)
     assert again == AlreadyAnswered(round_id=card.round_id, number=card.number, chosen="A")
     assert stored_answers(engine, card.round_id) == [("ann", 0)]
     bridge.close()
@@ -183,8 +183,9 @@ async def test_a_caller_cancelled_while_queued_stores_nothing_and_its_next_click
     busy = asyncio.ensure_future(bridge.run(blocker.wrap(lambda: "done")))
     await until(blocker.started.is_set, "the blocker to start")
     bob = user("Bob")
-    queued = asyncio.ensure_future(bridge.call(engine.answer, bob, card.round_id, 1))
-    await asyncio.sleep(0)  # let it reach the queue
+    queued = asyncio.ensure_future(bridge.call(engine.rounds.answer, bob, card.round_id, 1))
+    await until(lambda: bridge._jobs.qsize() == 1, "the answer to wait in the queue behind the blocker")
+    assert not queued.done() and blocker.started.is_set() and not blocker.finished.is_set()
     queued.cancel()
     with pytest.raises(asyncio.CancelledError):
         await queued
@@ -192,7 +193,7 @@ async def test_a_caller_cancelled_while_queued_stores_nothing_and_its_next_click
     assert await busy == "done"
     assert await bridge.run(lambda: "after") == "after"  # the one thread has passed the cancelled job
     assert stored_answers(engine, card.round_id) == []
-    first = await bridge.call(engine.answer, bob, card.round_id, 1)
+    first = await bridge.call(engine.rounds.answer, bob, card.round_id, 1)
     assert isinstance(first, AnswerFeedback) and first.chosen == "B"
     assert stored_answers(engine, card.round_id) == [("bob", 1)]
     bridge.close()
@@ -205,7 +206,8 @@ async def test_close_lets_a_running_call_finish_cancels_queued_ones_and_refuses_
     first = asyncio.ensure_future(bridge.run(running.wrap(lambda: "finished")))
     await until(running.started.is_set, "the running call")
     queued = asyncio.ensure_future(bridge.run(lambda: ran.append("queued")))
-    await asyncio.sleep(0)
+    await until(lambda: bridge._jobs.qsize() == 1, "the second call to wait in the queue")
+    assert not queued.done()
     bridge.close()
     running.release.set()
     assert await first == "finished"
@@ -289,14 +291,14 @@ async def test_a_repeat_click_on_another_bridge_thread_sees_the_first_answer(
     # thread is asked for Cy's repeat click
     gates = [Gate() for _ in range(4)]
     community = CommunityRef("console", "guild")
-    warm = [asyncio.ensure_future(bridge.run(g.wrap(engine.leaderboard), community)) for g in gates]
+    warm = [asyncio.ensure_future(bridge.run(g.wrap(engine.boards.leaderboard), community)) for g in gates]
     await until(lambda: all(g.started.is_set() for g in gates), "four threads")
     for g in gates:
         g.release.set()
     await asyncio.gather(*warm)
     cy = user("Cy")
-    assert isinstance(await bridge.call(engine.answer, cy, card.round_id, 2), AnswerFeedback)
-    repeats = await asyncio.gather(*(bridge.call(engine.answer, cy, card.round_id, 0) for _ in range(40)))
+    assert isinstance(await bridge.call(engine.rounds.answer, cy, card.round_id, 2), AnswerFeedback)
+    repeats = await asyncio.gather(*(bridge.call(engine.rounds.answer, cy, card.round_id, 0) for _ in range(40)))
     assert repeats == [AlreadyAnswered(round_id=card.round_id, number=card.number, chosen="C")] * 40
     bridge.close()
     db.dispose()
@@ -358,7 +360,7 @@ async def test_dispose_closes_every_connection_of_the_database_file(
     engine = StudyEngine(SqlStore(db), test_bank, clock=clock)
     card = open_round(engine)
     bridge = Bridge(threads=4)
-    answers = [bridge.call(engine.answer, user(f"u{i}"), card.round_id, i % 3) for i in range(30)]
+    answers = [bridge.call(engine.rounds.answer, user(f"u{i}"), card.round_id, i % 3) for i in range(30)]
     assert all(isinstance(a, AnswerFeedback) for a in await asyncio.gather(*answers))
     with db.read() as outer, db.read() as inner:  # a held and a pooled one
         outer.execute(text("SELECT 1"))
@@ -367,7 +369,7 @@ async def test_dispose_closes_every_connection_of_the_database_file(
     db.dispose()
     assert db_files(path) == []
     # and the database still serves afterwards, on new connections
-    again = await bridge.call(engine.answer, user("u0"), card.round_id, 1)
+    again = await bridge.call(engine.rounds.answer, user("u0"), card.round_id, 1)
     assert again == AlreadyAnswered(round_id=card.round_id, number=card.number, chosen="A")
     bridge.close()
     db.dispose()
@@ -444,7 +446,7 @@ async def test_a_forked_child_opens_its_own_connections(db_url: str, test_bank: 
     engine = StudyEngine(SqlStore(db), test_bank, clock=clock)
     card = open_round(engine)
     bridge = Bridge(threads=4)
-    first = await asyncio.gather(*(bridge.call(engine.answer, user(f"p{i}"), card.round_id, 0) for i in range(8)))
+    first = await asyncio.gather(*(bridge.call(engine.rounds.answer, user(f"p{i}"), card.round_id, 0) for i in range(8)))
     assert all(isinstance(a, AnswerFeedback) for a in first)
     with db.read() as outer, db.read() as inner:  # the parent holds one and has one in its pool
         outer.execute(text("SELECT 1"))
@@ -454,8 +456,8 @@ async def test_a_forked_child_opens_its_own_connections(db_url: str, test_bank: 
     if pid == 0:  # the child: a click, a repeat and a read, then its report
         code = 1
         try:
-            fed = engine.answer(user("child"), card.round_id, 2)
-            again = engine.answer(user("p0"), card.round_id, 1)
+            fed = engine.rounds.answer(user("child"), card.round_id, 2)
+            again = engine.rounds.answer(user("p0"), card.round_id, 1)
             seen = len(stored_answers(engine, card.round_id))
             report = f"{type(fed).__name__} {type(again).__name__} {seen} {len(foreign)}"
             os.write(write_end, report.encode())
@@ -470,7 +472,7 @@ async def test_a_forked_child_opens_its_own_connections(db_url: str, test_bank: 
     assert report == "AnswerFeedback AlreadyAnswered 9 0"
     # the parent's own connections still serve it
     assert len(stored_answers(engine, card.round_id)) == 9
-    late = await bridge.call(engine.answer, user("late"), card.round_id, 1)
+    late = await bridge.call(engine.rounds.answer, user("late"), card.round_id, 1)
     assert isinstance(late, AnswerFeedback)
     assert foreign == []
     bridge.close()
@@ -481,16 +483,13 @@ async def test_a_forked_child_opens_its_own_connections(db_url: str, test_bank: 
 
 
 @pytest.fixture
-def postgres_db() -> Iterator[Database]:
-    from tests.conftest import _reset_postgres
-
-    url = postgres_url_or_skip()
-    _reset_postgres(url)
-    db = Database(url)
-    with db.write() as conn:
-        conn.execute(text("CREATE TABLE notes (id SERIAL PRIMARY KEY, body TEXT)"))
-    yield db
-    db.dispose()
+def postgres_db(postgres_databases: PostgresDatabases) -> Iterator[Database]:
+    with postgres_databases.fresh(migrated=False) as url:  # an empty database of this test's own
+        db = Database(url)
+        with db.write() as conn:
+            conn.execute(text("CREATE TABLE notes (id SERIAL PRIMARY KEY, body TEXT)"))
+        yield db
+        db.dispose()
 
 
 def test_postgres_reads_leave_no_transaction_open_and_see_committed_writes(postgres_db: Database) -> None:
@@ -544,12 +543,12 @@ async def test_a_question_rating_is_its_start_plus_every_answers_change(engine: 
     for i in range(40):
         correct = i % 3 == 0
         choice = right if correct else (right + 1) % len(card.choices)
-        assert isinstance(engine.answer(user(f"r{i}"), card.round_id, choice), AnswerFeedback)
+        assert isinstance(engine.rounds.answer(user(f"r{i}"), card.round_id, choice), AnswerFeedback)
         change = elo.update(elo.Rating(0.0, 0), elo.Rating(0.0, 0), replay, correct)
         replay = elo.Rating(replay.value + change.difficulty, replay.answers + 1)
     with engine.store.read() as tx:
-        one = tx.question_ratings((question.id,))
-        every = tx.question_ratings()
+        one = tx.ratings.question_ratings((question.id,))
+        every = tx.ratings.question_ratings()
     assert list(one) == list(every) == [question.id]
     for value, answers in (one[question.id], every[question.id]):
         assert value == pytest.approx(replay.value)
@@ -560,10 +559,10 @@ async def test_a_question_rating_is_its_start_plus_every_answers_change(engine: 
         assert analysis_ratings(conn) == {question.id: pytest.approx(replay.value)}
 
     bridge = Bridge(threads=8)
-    burst = await asyncio.gather(*(bridge.call(engine.answer, user(f"b{i}"), card.round_id, i % 3) for i in range(60)))
+    burst = await asyncio.gather(*(bridge.call(engine.rounds.answer, user(f"b{i}"), card.round_id, i % 3) for i in range(60)))
     assert all(isinstance(a, AnswerFeedback) for a in burst)
     with engine.store.read() as tx:
-        assert tx.question_ratings((question.id,))[question.id][1] == 100
+        assert tx.ratings.question_ratings((question.id,))[question.id][1] == 100
     bridge.close()
 
 

@@ -46,7 +46,7 @@ def test_config_numbers_in_another_script_are_refused_with_a_sentence(engine: St
         parse_setting("window_hours", text)
     community = CommunityRef("console", "local")
     with pytest.raises(InvalidInput, match=r"Say which suggestion: /config approve NUMBER\."):
-        engine.configure(community, "approve", text)
+        engine.admin.configure(community, "approve", text)
 
 
 @pytest.mark.parametrize("text", NOT_ASCII)
@@ -72,12 +72,12 @@ def test_the_console_answers_a_superscript_repeat_with_a_sentence(tmp_path: Path
 @pytest.mark.parametrize("text", NOT_ASCII)
 def test_discord_ids_in_another_script_are_no_channel(text: str) -> None:
     """A stored channel or message id is read as ASCII digits: `int("٣")` would post to channel 3."""
-    from bot.platforms.discord import app as discord_app
-    from bot.platforms.discord import commands as discord_commands
+    from bot.platforms.discord import admin, mentions
+    from bot.platforms.discord.posts import snowflake
 
-    assert discord_app.snowflake(text) is None and discord_app.snowflake("123456789012345678") == 123456789012345678
-    assert discord_commands._CHANNEL.match(f"<#{text}>") is None  # noqa: SLF001 - the pattern /config channel reads
-    assert discord_app._MENTION.search(f"<@{text}>") is None  # noqa: SLF001
+    assert snowflake(text) is None and snowflake("123456789012345678") == 123456789012345678
+    assert admin._CHANNEL.match(f"<#{text}>") is None  # noqa: SLF001 - the pattern /config channel reads
+    assert mentions._MENTION.search(f"<@{text}>") is None  # noqa: SLF001
 
 
 @pytest.mark.parametrize("text", ["٣", "²", "0,٣"])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.core.bank import TOPICS, collect, load_bank, parse_file
-from tests.conftest import ROOT, TEST_BANK
+from tests.conftest import ROOT, TEST_BANK, examples, invoke_studybot
 
 GOOD = (TEST_BANK / "fundamentals.yaml").read_text()
 PROBLEM_RE = re.compile(r"^[^\n]+:\d+: [^\n]+$")
@@ -144,7 +143,9 @@ def test_yaml_syntax_errors_and_bad_encoding_have_a_line(tmp_path: Path) -> None
 
 
 def _studybot(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+    """`python -m bot ARGS` from `cwd`, in this process (tests/test_bank_rules.py runs `questions
+    lint` as a real process)."""
+    return invoke_studybot(list(args), cwd)
 
 
 def test_lint_cli_exit_codes(tmp_path: Path) -> None:
@@ -232,7 +233,7 @@ def _assert_clean(text: str) -> None:
         assert sum(c.correct for c in question.choices) == 1
 
 
-@settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(700), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mangled_documents_never_raise(data: st.DataObject) -> None:
     _assert_clean(_mutate(GOOD, data))
@@ -245,7 +246,7 @@ yaml_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(st.sampled_from(["topic", "questions", "id", "choices", "x"]), yaml_values, max_size=4)
     | st.text(max_size=200)

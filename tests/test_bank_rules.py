@@ -220,7 +220,7 @@ def test_questions_lint_prints_the_length_rank_distribution(tmp_path: Path) -> N
     (tmp_path / "ok").mkdir()
     (tmp_path / "bad").mkdir()
     passing = _ranked_bank(tmp_path / "ok", [1] * 5 + [2] * 5 + [3] * 5 + [4] * 5)
-    result = run_studybot(tmp_path, ["questions", "lint", str(passing)])
+    result = run_studybot(tmp_path, ["questions", "lint", str(passing)], process=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[1] == (
         "correct choice by length rank (ties shared): longest 5 (25.0%), 2nd longest 5 (25.0%), "

@@ -1,4 +1,6 @@
-"""The studybot CLI end to end, as a user runs it: real processes on a real SQLite file."""
+"""The studybot CLI end to end, as a user runs it, on a real SQLite file: in this process
+through Typer's runner, and as a real process (`python -m bot`) for one test of each command
+group (the root's --version, db, demo; the others' groups keep theirs in their own files)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ from pathlib import Path
 
 from bot import __version__
 from bot.config import ROOT
+from bot.platforms.console.text import CONSOLE_HELP
 from tests.conftest import TEST_BANK, run_studybot
 
 
-def studybot(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return run_studybot(tmp_path, list(args), stdin)
+def studybot(tmp_path: Path, *args: str, stdin: str = "", process: bool = False) -> subprocess.CompletedProcess[str]:
+    return run_studybot(tmp_path, list(args), stdin, process=process)
 
 
 def play_a_round(tmp_path: Path) -> None:
@@ -26,12 +29,12 @@ def play_a_round(tmp_path: Path) -> None:
 
 
 def test_version(tmp_path: Path) -> None:
-    done = studybot(tmp_path, "--version")
+    done = studybot(tmp_path, "--version", process=True)
     assert done.returncode == 0 and done.stdout.strip() == f"studybot {__version__}"
 
 
 def test_db_upgrade_creates_the_schema_and_is_repeatable(tmp_path: Path) -> None:
-    first, second = studybot(tmp_path, "db", "upgrade"), studybot(tmp_path, "db", "upgrade")
+    first, second = studybot(tmp_path, "db", "upgrade", process=True), studybot(tmp_path, "db", "upgrade")
     assert first.returncode == 0 and first.stdout.startswith("Created the schema in the database at sqlite:///")
     assert second.returncode == 0 and "is up to date" in second.stdout
     import sqlite3
@@ -106,6 +109,7 @@ def test_demo_cli_shows_each_strategy_as_it_is_measured(tmp_path: Path) -> None:
         "1",
         "--strategies",
         "none,block",
+        process=True,
     )
     assert done.returncode == 0, done.stderr
     progress = [line for line in done.stderr.splitlines() if line.startswith("measured ")]
@@ -169,7 +173,7 @@ def test_help_texts_show_the_demos_real_defaults_and_the_cli_takes_chats_bounds(
     demo_hint = next(c["usage_hint"] for c in manifest["features"]["slash_commands"] if c["command"] == "/demo")
     commands_doc = (ROOT / "docs" / "commands.md").read_text()
     texts = {
-        "console /help": wording.CONSOLE_HELP,
+        "console /help": CONSOLE_HELP,
         "Discord and Slack /help": " ".join(usage for usage, _ in wording.COMMAND_HELP),
         "the text-command table": BY_NAME["demo"].usage,
         "the Slack manifest": demo_hint,

@@ -26,10 +26,10 @@ from bot.core.errors import StudyBotError
 from bot.core.values import ChannelRef, CommunityRef, UserRef
 from bot.jobs import DemoJobRunner, LocalBackend
 from bot.platforms import commands
-from bot.platforms.slack.listeners import SLACK_NAMES
-from bot.store.database import Database, upgrade
+from bot.platforms.slack.slash import SLACK_NAMES
+from bot.store.database import Database
 from bot.store.repository import SqlStore
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, migrated_sqlite
 from tests.console_chat import Console
 from tests.fakes.discord_server import user
 from tests.fakes.slack_api import FakeSlack, command_body
@@ -59,9 +59,10 @@ class Spy:
         self.calls: list[tuple[str, tuple[object, ...], str]] = []
         self.channel_id = channel_id
         self._depth = threading.local()
-        methods = {c.ask(commands.Where(_U, _C), o).method for c in commands.TABLE if c.ask for o in c.documented}
-        for method in methods:
-            setattr(engine, method, self._wrap(method, getattr(engine, method)))
+        asks = [c.ask(commands.Where(_U, _C), o) for c in commands.TABLE if c.ask for o in c.documented]
+        bound = {(id(m.__self__), m.__name__): m for m in (ask.bound(engine) for ask in asks)}
+        for method in bound.values():  # each service method the table asks, wrapped where it lives
+            setattr(method.__self__, method.__name__, self._wrap(method.__name__, method))
 
     def _wrap(self, method: str, call: Callable[..., object]) -> Callable[..., object]:
         def spied(*args: object, **kwargs: object) -> object:
@@ -106,8 +107,7 @@ _C = ChannelRef("console", "c", "console")
 
 
 def fresh_engine(path: Path, bank: Bank, clock: FakeClock) -> tuple[StudyEngine, Database]:
-    url = f"sqlite:///{path}"
-    upgrade(url)
+    url = migrated_sqlite(path)
     database = Database(url)
     return StudyEngine(SqlStore(database), bank, clock=clock), database
 
@@ -115,7 +115,7 @@ def fresh_engine(path: Path, bank: Bank, clock: FakeClock) -> tuple[StudyEngine,
 def walk_console(tmp_path: Path, bank: Bank, clock: FakeClock) -> list[tuple[str, tuple[object, ...], str]]:
     clock.set(START)
     engine, database = fresh_engine(tmp_path / "console.db", bank, clock)
-    engine.config(CommunityRef("console", "club"), "channel", "console")
+    engine.admin.config(CommunityRef("console", "club"), "channel", "console")
     spy = Spy(engine, "console")
     chat = Console(engine, community="club", user="Ann")
     # queued demos stay queued: a runner that is never started (the console asks the engine only with one)
@@ -133,12 +133,11 @@ def walk_console(tmp_path: Path, bank: Bank, clock: FakeClock) -> list[tuple[str
 
 async def walk_slack(tmp_path: Path, bank: Bank, clock: FakeClock) -> list[tuple[str, tuple[object, ...], str]]:
     clock.set(START)
-    url = f"sqlite:///{tmp_path / 'slack.db'}"
-    upgrade(url)
+    url = migrated_sqlite(tmp_path / "slack.db")
     fake = await FakeSlack().start()
     slack, database = await start_slack(fake, url, bank, clock)
     try:
-        slack.engine.config(CommunityRef("slack", "T1"), "channel", "C1")
+        slack.engine.admin.config(CommunityRef("slack", "T1"), "channel", "C1")
         spy = Spy(slack.engine, "C1")
         for n, (name, option) in enumerate(WALKED):
             command = SLACK_NAMES.get(name, f"/{name}")
@@ -183,7 +182,7 @@ async def walk_discord(place: World, clock: FakeClock) -> list[tuple[str, tuple[
     clock.set(START)
     running = await place.start()
     try:
-        running.engine.config(CommunityRef("discord", place.guild), "channel", place.channel)
+        running.engine.admin.config(CommunityRef("discord", place.guild), "channel", place.channel)
         spy = Spy(running.engine, place.channel)
         for name, option in WALKED:
             before = len(spy.calls)
@@ -275,9 +274,9 @@ def test_the_engine_puts_the_admin_link_only_in_an_admins_config_answer(
     admin = UserRef("console", "club", "ann", "Ann")  # the platform's word: Ann may configure
     try:
         for word, value in (("show", None), ("", None), ("time", "07:30"), ("pause", None), ("resume", None)):
-            assert engine.configure(club, word, value).link is None, word  # type: ignore[union-attr]
-            assert engine.configure(club, word, value, admin).link == ADMIN_URL, word  # type: ignore[union-attr]
-        assert engine.config(club).link is None and engine.config(club, admin=admin).link == ADMIN_URL
+            assert engine.admin.configure(club, word, value).link is None, word  # type: ignore[union-attr]
+            assert engine.admin.configure(club, word, value, admin).link == ADMIN_URL, word  # type: ignore[union-attr]
+        assert engine.admin.config(club).link is None and engine.admin.config(club, admin=admin).link == ADMIN_URL
     finally:
         database.dispose()
 
@@ -303,8 +302,7 @@ async def test_the_admin_link_reaches_only_members_who_may_configure_on_every_pl
         database.dispose()
 
     # Slack: a plain member's /studybot-config and /studybot-config show
-    url = f"sqlite:///{tmp_path / 'slack.db'}"
-    upgrade(url)
+    url = migrated_sqlite(tmp_path / "slack.db")
     fake = await FakeSlack().start()
     slack, database = await start_slack(fake, url, test_bank, clock)
     slack.engine.links = SignedLinks()
@@ -357,10 +355,9 @@ async def test_an_admin_link_stops_opening_when_its_admin_loses_the_right_on_sla
 
     def opens(engine: StudyEngine, token: str) -> bool:
         grant = signer.read(token)
-        return engine.link_current(grant.community, grant.holder, grant.admin, grant.versions)
+        return engine.web.link_current(grant.community, grant.holder, grant.admin, grant.versions)
 
-    url = f"sqlite:///{tmp_path / 'slack.db'}"
-    upgrade(url)
+    url = migrated_sqlite(tmp_path / "slack.db")
     fake = await FakeSlack().start()
     slack, database = await start_slack(fake, url, test_bank, clock)
     slack.engine.links = signer

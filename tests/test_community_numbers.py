@@ -37,42 +37,42 @@ def member(channel: ChannelRef, name: str) -> UserRef:
 
 
 def test_a_new_communitys_first_round_is_number_1(engine: StudyEngine) -> None:
-    old_daily = engine.open_daily(OLD)
-    old_quiz = engine.quiz(member(OLD, "Ann"), OLD)
-    new_daily = engine.open_daily(NEW)
+    old_daily = engine.rounds.open_daily(OLD)
+    old_quiz = engine.practice.quiz(member(OLD, "Ann"), OLD)
+    new_daily = engine.rounds.open_daily(NEW)
     assert isinstance(old_daily, QuestionCard) and isinstance(new_daily, QuestionCard)
     assert (old_daily.number, old_quiz.number, new_daily.number) == (1, 2, 1)
     assert new_daily.round_id > old_quiz.round_id  # the row id is shared: it is never shown
     assert wording.question_title(new_daily).startswith("Daily question #1 ")
-    again = engine.open_daily(NEW)
+    again = engine.rounds.open_daily(NEW)
     assert isinstance(again, AlreadyOpen) and again.number == 1
     assert wording.already_open(again).startswith("Today's round (#1, ")
-    feedback = engine.answer(member(NEW, "Bob"), new_daily.round_id, 0)
+    feedback = engine.rounds.answer(member(NEW, "Bob"), new_daily.round_id, 0)
     assert wording.answered_which(feedback).startswith("This answered daily round #1")  # type: ignore[arg-type]
-    assert engine.close_round(new_daily.round_id).number == 1  # type: ignore[union-attr]
+    assert engine.rounds.close_round(new_daily.round_id).number == 1  # type: ignore[union-attr]
 
 
 def test_suggestions_are_numbered_and_decided_per_community(engine: StudyEngine) -> None:
     for name in ("Ann", "Bob"):
-        sent = engine.suggest(member(OLD, name), OLD, good_form(prompt=f"{name}: " + good_form().prompt))
+        sent = engine.practice.suggest(member(OLD, name), OLD, good_form(prompt=f"{name}: " + good_form().prompt))
         assert isinstance(sent, SuggestionReceived)
-    fresh = engine.suggest(member(NEW, "Cy"), NEW, good_form())
+    fresh = engine.practice.suggest(member(NEW, "Cy"), NEW, good_form())
     assert isinstance(fresh, SuggestionReceived) and fresh.number == 1
     assert wording.suggestion_received(fresh).startswith("Thanks! Your question #1 is waiting")
-    decided = engine.configure(CommunityRef("discord", "new-guild"), "approve", "1")
+    decided = engine.admin.configure(CommunityRef("discord", "new-guild"), "approve", "1")
     assert isinstance(decided, SuggestionDecided) and decided.number == 1
     assert decided.suggestion_id == fresh.suggestion_id  # the new guild's own #1, not the old guild's
-    old_queue = engine.suggestion_queue(CommunityRef("discord", "old-guild"))
+    old_queue = engine.practice.suggestion_queue(CommunityRef("discord", "old-guild"))
     assert [item.number for item in old_queue.items] == [1, 2] and old_queue.waiting == 2
     with pytest.raises(NotFound, match=r"There is no suggestion #2 in this community\."):
-        engine.configure(CommunityRef("discord", "new-guild"), "reject", "2")
+        engine.admin.configure(CommunityRef("discord", "new-guild"), "reject", "2")
 
 
 def test_concurrent_rounds_in_one_community_never_share_a_number(engine: StudyEngine) -> None:
-    engine.open_daily(OLD)
+    engine.rounds.open_daily(OLD)
 
     def quiz(n: int) -> int:
-        return engine.quiz(member(OLD, f"M{n}"), OLD).number
+        return engine.practice.quiz(member(OLD, f"M{n}"), OLD).number
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         numbers = sorted(pool.map(quiz, range(24)))
@@ -116,14 +116,14 @@ def test_an_upgraded_database_numbers_its_rows_in_order(tmp_path: Path) -> None:
 
 
 def test_demo_jobs_are_numbered_per_community(engine: StudyEngine) -> None:
-    engine.demos = DemoPolicy(cooldown_s=0)
+    engine.demos.policy = DemoPolicy(cooldown_s=0)
     tiny = "checkpoint layers=2 tokens=64 width=16 repeat=1 strategies=none,block"
-    first = engine.request_demo(member(OLD, "Ann"), OLD, tiny)
-    second = engine.request_demo(member(OLD, "Bob"), OLD, tiny)
-    fresh = engine.request_demo(member(NEW, "Cy"), NEW, tiny)
+    first = engine.demos.request_demo(member(OLD, "Ann"), OLD, tiny)
+    second = engine.demos.request_demo(member(OLD, "Bob"), OLD, tiny)
+    fresh = engine.demos.request_demo(member(NEW, "Cy"), NEW, tiny)
     assert (first.number, second.number, fresh.number) == (1, 2, 1)
     assert wording.demo_queued(fresh).startswith("Demo #1 (")
-    [entry] = engine.demos_page(CommunityRef("discord", "new-guild")).demos  # the web page's list
+    [entry] = engine.web.demos_page(CommunityRef("discord", "new-guild")).demos  # the web page's list
     assert entry.number == 1 and entry.job_id == fresh.job_id
 
 

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from fsrs import Rating
+from fsrs import Rating, Scheduler
 
 from bot.core import review as spaced
 from bot.core.bank import Bank
 from bot.core.calibration import MIN_ANSWERS, calibration
-from bot.core.confidence import decode_confidence, encode_confidence, grade, split_confidence
+from bot.core.confidence_rules import decode_confidence, encode_confidence, grade, split_confidence
 from bot.core.engine import StudyEngine
 from bot.platforms.console import Message
 from tests.conftest import FakeClock
@@ -39,11 +39,11 @@ def letters(question: Message, test_bank: Bank) -> tuple[str, str]:
 def card_of(engine: StudyEngine, user_id: str, question_id: str) -> dict[str, object]:
     """The member's stored FSRS card for a question (what the scheduler was given)."""
     with engine.store.read() as tx:
-        community = tx.find_community("console", "club")
+        community = tx.communities.find_community("console", "club")
         assert community is not None
-        member = tx.find_member(community.id, user_id)
+        member = tx.members.find_member(community.id, user_id)
         assert member is not None
-        state = tx.review_state(member, question_id)
+        state = tx.reviews.review_state(member, question_id)
     assert state is not None
     loaded: dict[str, object] = json.loads(state)
     return loaded
@@ -212,6 +212,9 @@ def test_parameters_pick_their_own_scheduler() -> None:
     default = spaced.after_review(state, True, now + timedelta(days=1))
     assert spaced.after_review(state, True, now + timedelta(days=1), None) == default
     weights = tuple(w * 5 if i == 0 else w for i, w in enumerate(spaced.scheduler().parameters))
-    assert spaced.scheduler(weights) is spaced.scheduler(weights) is not spaced.scheduler()
-    fitted, _ = spaced.first_miss(1, now, weights)
+    # each set of weights schedules with those weights, None with FSRS's defaults, whatever was asked before
+    assert tuple(spaced.scheduler(weights).parameters) == weights
+    assert tuple(spaced.scheduler().parameters) == tuple(Scheduler().parameters) != weights
+    fitted, fitted_due = spaced.first_miss(1, now, weights)
+    assert spaced.first_miss(1, now)[0] == state and spaced.first_miss(1, now, weights) == (fitted, fitted_due)
     assert json.loads(fitted)["stability"] == pytest.approx(5 * json.loads(state)["stability"])

@@ -8,7 +8,7 @@ import asyncio
 
 from bot.core import choices as codec
 from bot.core import wording
-from bot.core.confidence import encode_confidence
+from bot.core.confidence_rules import encode_confidence
 from bot.core.values import AlreadyNoted, UserRef
 from tests.fakes.discord_server import EPHEMERAL
 from tests.fakes.slack_api import click_payload
@@ -47,7 +47,7 @@ async def test_discord_sure_unsure_after_a_click_once(world: World) -> None:  # 
         assert stale["flags"] & EPHEMERAL and text_of(stale) == wording.STALE_BUTTON
         stale = await fake.answered(await fake.click(feedback["id"], "sb1:cf:x:s", ALICE))
         assert stale["flags"] & EPHEMERAL and stale["content"] == wording.STALE_BUTTON
-        score = running.engine.score(UserRef("discord", world.guild, ALICE["id"], "alice"))
+        score = running.engine.boards.score(UserRef("discord", world.guild, ALICE["id"], "alice"))
         assert score.calibration is not None and (score.calibration.sure.answered, score.total_points) == (1, 0)
     finally:
         await running.stop()
@@ -82,10 +82,10 @@ async def test_slack_sure_unsure_after_a_click_once(slack: Slack) -> None:  # no
     assert noted == ["Noted: you were unsure, and right this time."], answers
     assert all("Already recorded" in t for t in answers["p1"] if t not in noted)
     with slack.engine.store.read() as tx:
-        round_number = tx.get_round(round_id).number
+        round_number = tx.rounds.get_round(round_id).number
     assert answers["p2"] == [wording.already_noted(AlreadyNoted(round_id, round_number, False))]
     assert answers["p3"] == [wording.STALE_BUTTON]
-    score = slack.engine.score(UserRef("slack", "T1", "U1", "u1"))
+    score = slack.engine.boards.score(UserRef("slack", "T1", "U1", "u1"))
     assert score.calibration is not None and (score.calibration.unsure.answered, score.calibration.sure.answered) == (
         1,
         0,

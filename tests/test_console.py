@@ -19,7 +19,7 @@ from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, ConfigCard
 from bot.platforms.console import Message
 from bot.store.database import Database
 from bot.store.repository import SqlStore
-from tests.conftest import ROOT, TEST_BANK, FakeClock, run_studybot
+from tests.conftest import ROOT, TEST_BANK, FakeClock, migrated_sqlite, run_studybot
 from tests.console_chat import Console
 
 
@@ -96,7 +96,7 @@ def test_a_closed_round_says_so(chat: Console, engine: StudyEngine, clock: FakeC
     clock.advance(hours=13)  # past the 12-hour window, not yet revealed
     from bot.core.values import UserRef
 
-    reply = engine.answer(UserRef("console", "club", "ann", "Ann"), card.data["round_id"], 0)
+    reply = engine.rounds.answer(UserRef("console", "club", "ann", "Ann"), card.data["round_id"], 0)
     from bot.platforms.console import render
 
     message = only(render(reply), "closed")
@@ -114,7 +114,7 @@ def test_daily_quiz_a_a_never_spends_the_daily_answer(chat: Console, engine: Stu
     second = only(chat.handle("a"), "notice")  # the daily round is not answered by a bare letter
     assert f"To answer daily round #{daily.data['round_id']}, type daily and your letter" in second.text
     with engine.store.read() as tx:
-        assert tx.choice_counts(daily.data["round_id"]) == {}
+        assert tx.answers.choice_counts(daily.data["round_id"]) == {}
     taken = only(chat.handle("daily a"), "feedback")
     assert taken.data["round_id"] == daily.data["round_id"]
     assert f"This answered daily round #{daily.data['round_id']}; a daily answer is final." in taken.text
@@ -233,10 +233,7 @@ def test_a_locked_database_is_reported_and_nothing_is_lost(
 def test_a_read_only_database_is_reported_and_nothing_is_lost(
     tmp_path: Path, test_bank: Bank, clock: FakeClock
 ) -> None:
-    from bot.store.database import upgrade
-
-    url = f"sqlite:///{tmp_path / 'ro.db'}"
-    upgrade(url)
+    url = migrated_sqlite(tmp_path / "ro.db")
     chat = Console(StudyEngine(SqlStore(Database(url)), test_bank, clock=clock), community="club", user="Ann")
     card = only(chat.handle("/daily"), "question")
     ann = only(chat.handle("daily a"), "feedback")
@@ -402,28 +399,25 @@ def test_a_made_up_channel_is_refused_and_a_community_gets_one_daily_round_a_day
     # same day opens no second round (the community's round of the day stands).
     engine = chat.engine
     community = CommunityRef("console", "club")
-    card = engine.configure(community, "channel", "#study")
+    card = engine.admin.configure(community, "channel", "#study")
     assert isinstance(card, ConfigCard) and dict(card.settings)["channel"] == "study"
-    again = engine.open_daily(ChannelRef("console", "club", "study"))
+    again = engine.rounds.open_daily(ChannelRef("console", "club", "study"))
     assert isinstance(again, AlreadyOpen) and again.round_id == first.data["round_id"]
     assert "already open" in only(chat.handle("/daily"), "notice").text
 
     # The CLI: an unknown community is one sentence and exit 2; a '#' stored by an older
     # version is shown once, and a second `schedule run daily` the same day posts nothing new.
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    from bot.store.database import upgrade
-
-    upgrade(url)
+    url = migrated_sqlite(tmp_path / "cli.db")
     database = Database(url)
     try:
-        StudyEngine(SqlStore(database), test_bank).configure(CommunityRef("console", "lab"), "channel", "study")
+        StudyEngine(SqlStore(database), test_bank).admin.configure(CommunityRef("console", "lab"), "channel", "study")
     finally:
         database.dispose()
     with sqlite3.connect(tmp_path / "cli.db") as db:
         db.execute("UPDATE communities SET channel_id = '#study' WHERE external_id = 'lab'")
     unknown = run_studybot(tmp_path, ["schedule", "run", "daily", "--community", "chan2"])
     assert unknown.returncode == 2 and "No community 'chan2'" in unknown.stderr + unknown.stdout
-    posted = run_studybot(tmp_path, ["schedule", "run", "daily", "--community", "lab"])
+    posted = run_studybot(tmp_path, ["schedule", "run", "daily", "--community", "lab"], process=True)
     assert posted.returncode == 0, posted.stderr
     assert "[#study] Daily question #" in posted.stdout and "##" not in posted.stdout
     twice = run_studybot(tmp_path, ["schedule", "run", "daily", "--community", "lab"])

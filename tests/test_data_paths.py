@@ -4,9 +4,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,7 @@ import pytest
 from bot.core.errors import StoreUnavailable
 from bot.store import database
 from bot.store.database import upgrade
-from tests.conftest import run_studybot
+from tests.conftest import invoke_studybot, run_studybot
 from tests.test_suggestions import guided
 
 
@@ -70,11 +67,9 @@ def test_a_mistyped_sqlite_url_creates_no_folders(tmp_path: Path) -> None:
         upgrade(f"sqlite:///{typo}")
     assert not (tmp_path / "dta").exists()
     # the CLI says it in one sentence, exit 2, and creates nothing either
-    env = {**os.environ, "STUDYBOT_DATABASE_URL": f"sqlite:///{typo}"}
-    for args in (["db", "upgrade"], ["jobs"], ["run", "console"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "bot", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
-        )
+    env: dict[str, str | None] = {"STUDYBOT_DATABASE_URL": f"sqlite:///{typo}"}
+    for args in (["db", "upgrade"], ["jobs"], ["run", "console"]):  # in this process: the same exit code and output
+        done = invoke_studybot(args, tmp_path, env)
         assert done.returncode == 2, (args, done.stderr)
         assert "does not exist: create it, or correct STUDYBOT_DATABASE_URL" in done.stderr, args
         assert "Traceback" not in done.stderr and not (tmp_path / "dta").exists(), args

@@ -14,7 +14,14 @@ from sqlalchemy.exc import ProgrammingError
 
 from bot.core.errors import StoreUnavailable
 from bot.store.database import UNAVAILABLE, Database
-from tests.conftest import _reset_postgres, ci_enabled, is_test_database_name
+from tests.conftest import (
+    PostgresDatabases,
+    _reset_postgres,
+    ci_enabled,
+    is_test_database_name,
+    migrated_sqlite,
+    run_studybot,
+)
 
 # ------------------------------------------------------------ dropped connections
 
@@ -139,6 +146,35 @@ def test_unset_or_false_ci_values_do_not(value: str | None) -> None:
     assert not ci_enabled(value)
 
 
+def test_every_test_the_markers_name_is_still_there(request: pytest.FixtureRequest) -> None:
+    """tests/conftest.py marks tests slow or services by name: a renamed or moved test must not
+    lose its mark quietly. Checked when the whole suite was collected."""
+    from tests.conftest import ROOT, SERVICE_TESTS, SLOW_TESTS, SPLIT_FILES
+
+    config = request.config
+    if config.args != [str(ROOT / "tests")] and config.args != ["tests"] or config.option.keyword:
+        pytest.skip("checked when the whole suite runs")
+    if "slow" in (config.getoption("markexpr") or "") or "services" in (config.getoption("markexpr") or ""):
+        pytest.skip("checked when the whole suite runs")
+    collected = set()
+    for item in request.session.items:
+        path = Path(str(item.path)).relative_to(ROOT).as_posix()
+        collected |= {path, f"{path}::{getattr(item, 'originalname', item.name)}"}
+    assert sorted((SLOW_TESTS | SERVICE_TESTS | SPLIT_FILES) - collected) == []
+
+
+def test_hypothesis_draws_every_example_under_ci_and_a_share_of_them_by_default() -> None:
+    from hypothesis import settings
+
+    from tests.conftest import HYPOTHESIS_PROFILE, IN_CI, examples
+
+    assert settings.get_profile("ci").max_examples == 100 and settings.get_profile("dev").max_examples == 20
+    if IN_CI:
+        assert HYPOTHESIS_PROFILE == "ci" and settings.default.max_examples == 100 and examples(700) == 700
+    if HYPOTHESIS_PROFILE == "dev":
+        assert settings.default.max_examples == 20 and examples(700) == 140 and examples(30) == 10
+
+
 # ------------------------------------------------------------ upgrades at start
 
 
@@ -185,3 +221,72 @@ def test_a_restart_at_the_newest_revision_skips_alembic_and_an_old_database_is_s
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == head_revision()
         assert conn.execute(text("SELECT count(*) FROM weekly_points")).scalar_one() == 0
     engine.dispose()
+
+
+# ------------------------------------------------------------ the tests' template databases
+
+
+def _schema(url: str) -> list[tuple[str, str, list[str]]]:
+    """Every table, index and trigger with its definition's lines in order: the clauses of a
+    CREATE TABLE as a sorted list (Alembic's batch mode writes the foreign keys of a rebuilt
+    table in a different order from one run to the next)."""
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+        rows = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").fetchall()
+    conn.close()
+    return [
+        (kind, name, sorted(line.strip().rstrip(",") for line in (sql or "").splitlines())) for kind, name, sql in rows
+    ]
+
+
+def test_a_migrated_copy_is_what_upgrade_makes_and_start_up_migrates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tests' databases are copies of one migrated template (tests/conftest.py): the same
+    schema, revision and journal mode as a fresh `upgrade`; the bot's start-up paths (the CLI's
+    `db upgrade`, an engine built by the wiring) find a copy at the head and run no migration."""
+    from alembic import command
+
+    from bot.store.database import at_head, head_revision, schema_revision, upgrade
+
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    upgrade(fresh)
+    copy = migrated_sqlite(tmp_path / "cli.db")  # the file run_studybot's CLI opens
+    assert _schema(copy) == _schema(fresh) and len(_schema(copy)) > 20
+    assert schema_revision(copy) == head_revision() and at_head(copy)
+    with sqlite3.connect(tmp_path / "cli.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    with pytest.raises(FileExistsError):
+        migrated_sqlite(tmp_path / "cli.db")  # never over a database a test already has
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a migration ran on a database already at the head")
+
+    monkeypatch.setattr(command, "upgrade", refuse)
+    done = run_studybot(tmp_path, ["db", "upgrade"])
+    assert done.returncode == 0 and "is up to date" in done.stdout, done.stdout + done.stderr
+    jobs = run_studybot(tmp_path, ["jobs"])  # the engine, built by bot/wiring.py on the copy
+    assert jobs.returncode == 0, jobs.stderr
+
+
+def test_each_postgres_test_gets_its_own_copy_of_the_migrated_template(postgres_databases: PostgresDatabases) -> None:
+    from bot.store.database import at_head
+
+    with postgres_databases.fresh() as first, postgres_databases.fresh() as second:
+        assert first != second and at_head(first) and at_head(second)
+        for url in (first, second):
+            assert is_test_database_name(url.rsplit("/", 1)[1])
+        one = create_engine(first)
+        with one.begin() as conn:
+            conn.execute(text("CREATE TABLE only_here (id INTEGER)"))
+        one.dispose()
+        other = create_engine(second)
+        with other.connect() as conn:  # the other copy, and so the template, did not get it
+            assert conn.execute(text("SELECT to_regclass('only_here')")).scalar() is None
+        other.dispose()
+    with postgres_databases.fresh(migrated=False) as empty:
+        assert not at_head(empty)
+    with postgres_databases.admin.connect() as conn:  # each dropped after its test
+        names = set(conn.execute(text("SELECT datname FROM pg_database")).scalars())
+    assert postgres_databases.template in names
+    assert not {first.rsplit("/", 1)[1], second.rsplit("/", 1)[1], empty.rsplit("/", 1)[1]} & names

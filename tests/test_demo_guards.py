@@ -63,70 +63,70 @@ def free_port() -> int:
 
 @pytest.fixture
 def cooled(engine: StudyEngine) -> StudyEngine:
-    engine.demos = DemoPolicy(cooldown_s=600, max_waiting=5)
+    engine.demos.policy = DemoPolicy(cooldown_s=600, max_waiting=5)
     return engine
 
 
 def test_cooldown_counts_a_demo_the_estimate_refused(cooled: StudyEngine, tmp_path: Path) -> None:
-    cooled.request_demo(ANN, CH, "checkpoint layers=512 tokens=65536 width=4096")
+    cooled.demos.request_demo(ANN, CH, "checkpoint layers=512 tokens=65536 width=4096")
     card = run(cooled, LocalBackend(timeout_s=120), tmp_path)
     assert card.text.startswith("The demo refused or failed: Refused: the estimated peak")
-    assert cooled.demo_jobs()[0].failure == "refused"
+    assert cooled.demos.demo_jobs()[0].failure == "refused"
     with pytest.raises(InvalidInput, match=COOLDOWN):
-        cooled.request_demo(ANN, CH, SMALL)
+        cooled.demos.request_demo(ANN, CH, SMALL)
 
 
 def test_cooldown_counts_a_demo_that_timed_out(cooled: StudyEngine, tmp_path: Path) -> None:
     hanger = fake_python(tmp_path, 'echo \'{"event": "start", "total": 2}\'\nexec sleep 600\n')
-    cooled.request_demo(ANN, CH, SMALL)
+    cooled.demos.request_demo(ANN, CH, SMALL)
     card = run(cooled, LocalBackend(timeout_s=1, python=hanger), tmp_path)
     assert card.text == "The demo did not finish within 1 s and was stopped."
-    assert cooled.demo_jobs()[0].failure == "timeout"
+    assert cooled.demos.demo_jobs()[0].failure == "timeout"
     with pytest.raises(InvalidInput, match=COOLDOWN):
-        cooled.request_demo(ANN, CH, SMALL)
+        cooled.demos.request_demo(ANN, CH, SMALL)
 
 
 def test_cooldown_counts_a_demo_that_failed_on_its_input(cooled: StudyEngine, tmp_path: Path) -> None:
     crasher = fake_python(tmp_path, "echo 'RuntimeError: shapes cannot be multiplied' >&2\nexit 1\n")
-    cooled.request_demo(ANN, CH, SMALL)
+    cooled.demos.request_demo(ANN, CH, SMALL)
     card = run(cooled, LocalBackend(python=crasher), tmp_path)
     assert card.text == "The demo refused or failed: RuntimeError: shapes cannot be multiplied"
-    assert cooled.demo_jobs()[0].failure == "failed"
+    assert cooled.demos.demo_jobs()[0].failure == "failed"
     with pytest.raises(InvalidInput, match=COOLDOWN):
-        cooled.request_demo(ANN, CH, SMALL)
+        cooled.demos.request_demo(ANN, CH, SMALL)
 
 
 def test_cooldown_counts_a_demo_past_its_memory(cooled: StudyEngine, tmp_path: Path) -> None:
     hog = fake_python(tmp_path, f"exec {sys.executable} -c 'bytearray(8 << 30)'\n")
-    cooled.request_demo(ANN, CH, SMALL)
+    cooled.demos.request_demo(ANN, CH, SMALL)
     card = run(cooled, LocalBackend(python=hog, available=lambda: 64 * MIB), tmp_path)
     assert card.text.startswith("The demo needed more than the 64 MiB of memory a demo may use")
-    assert cooled.demo_jobs()[0].failure == "memory"
+    assert cooled.demos.demo_jobs()[0].failure == "memory"
     with pytest.raises(InvalidInput, match=COOLDOWN):
-        cooled.request_demo(ANN, CH, SMALL)
+        cooled.demos.request_demo(ANN, CH, SMALL)
 
 
 def test_cooldown_spares_a_demo_lost_to_a_restart(cooled: StudyEngine, tmp_path: Path) -> None:
-    cooled.request_demo(ANN, CH, SMALL)
-    assert cooled.claim_demo("old-process", "local") is not None  # then that process died
+    cooled.demos.request_demo(ANN, CH, SMALL)
+    assert cooled.demos.claim_demo("old-process", "local") is not None  # then that process died
     asyncio.run(DemoJobRunner(cooled, LocalBackend(), tmp_path).start())
-    assert cooled.demo_jobs()[0].failure == "restart"
-    assert cooled.request_demo(ANN, CH, SMALL).position == 1
+    assert cooled.demos.demo_jobs()[0].failure == "restart"
+    assert cooled.demos.request_demo(ANN, CH, SMALL).position == 1
 
 
 def test_cooldown_spares_a_demo_lost_to_redis_being_down(cooled: StudyEngine, tmp_path: Path) -> None:
-    cooled.request_demo(ANN, CH, SMALL)
+    cooled.demos.request_demo(ANN, CH, SMALL)
     card = run(cooled, CeleryBackend(f"redis://127.0.0.1:{free_port()}/0"), tmp_path)
     assert card.text == "Demos are unavailable right now: the demo queue (Redis) cannot be reached."
-    assert cooled.demo_jobs()[0].failure == "unavailable"
-    assert cooled.request_demo(ANN, CH, SMALL).position == 1
+    assert cooled.demos.demo_jobs()[0].failure == "unavailable"
+    assert cooled.demos.request_demo(ANN, CH, SMALL).position == 1
 
 
 def test_cooldown_spares_a_demo_whose_worker_could_not_start(cooled: StudyEngine, tmp_path: Path) -> None:
-    cooled.request_demo(ANN, CH, SMALL)
+    cooled.demos.request_demo(ANN, CH, SMALL)
     card = run(cooled, LocalBackend(python=str(tmp_path / "no-such-python")), tmp_path)
     assert card.text.startswith("The demo worker could not start")
-    assert cooled.request_demo(ANN, CH, SMALL).position == 1
+    assert cooled.demos.request_demo(ANN, CH, SMALL).position == 1
 
 
 @pytest.fixture
@@ -138,11 +138,11 @@ def test_cooldown_spares_a_demo_whose_worker_was_lost(
     cooled: StudyEngine, redis_server: RedisServer, tmp_path: Path
 ) -> None:
     # Redis answers but no worker ever takes the task: the bot gives up on it as a lost worker.
-    cooled.request_demo(ANN, CH, SMALL)
+    cooled.demos.request_demo(ANN, CH, SMALL)
     card = run(cooled, CeleryBackend(redis_server.url, timeout_s=1, poll_s=0.1, grace_s=0.5), tmp_path)
     assert "the worker running it stopped answering" in card.text
-    assert cooled.demo_jobs()[0].failure == "worker"
-    assert cooled.request_demo(ANN, CH, SMALL).position == 1
+    assert cooled.demos.demo_jobs()[0].failure == "worker"
+    assert cooled.demos.request_demo(ANN, CH, SMALL).position == 1
 
 
 # ------------------------------------------------------------ time and memory
@@ -159,7 +159,7 @@ def test_the_timeout_is_passed_to_the_demo_as_its_time_budget(tmp_path: Path) ->
 
 
 def test_the_demo_refuses_a_run_longer_than_the_bots_timeout(cooled: StudyEngine, tmp_path: Path) -> None:
-    cooled.request_demo(ANN, CH, MEDIUM)
+    cooled.demos.request_demo(ANN, CH, MEDIUM)
     card = run(cooled, LocalBackend(timeout_s=8), tmp_path)  # the demo's own default is 120 s
     assert card.text.startswith("The demo refused or failed: Refused: about")
     assert card.text.endswith("over the 6 s budget.")
@@ -171,7 +171,7 @@ def test_a_child_past_its_memory_limit_fails_with_one_sentence(engine: StudyEngi
         tmp_path,
         f'ulimit -v > "$(dirname "$0")/limit"\nexec {sys.executable} -c \'import torch; torch.ones(2**30).add_(1)\'\n',
     )
-    engine.request_demo(ANN, CH, SMALL)
+    engine.demos.request_demo(ANN, CH, SMALL)
     card = run(engine, LocalBackend(python=hog, available=lambda: 64 * MIB), tmp_path)
     assert card.text == (
         "The demo needed more than the 64 MiB of memory a demo may use on this worker and was stopped; "
@@ -179,8 +179,8 @@ def test_a_child_past_its_memory_limit_fails_with_one_sentence(engine: StudyEngi
     )
     assert int((tmp_path / "limit").read_text()) * 1024 == address_space_limit(64 * MIB)
     # the bot goes on: the next demo runs
-    engine.demos = DemoPolicy(cooldown_s=0)
-    engine.request_demo(ANN, CH, SMALL)
+    engine.demos.policy = DemoPolicy(cooldown_s=0)
+    engine.demos.request_demo(ANN, CH, SMALL)
     asyncio.run(run_one(DemoJobRunner(engine, LocalBackend(timeout_s=300), tmp_path / "charts")))
     [(_, result)] = posted(engine)
     assert isinstance(result, DemoResultCard)
@@ -205,9 +205,9 @@ def test_parallel_demos_are_never_promised_the_same_memory(engine: StudyEngine, 
         f"for _ in $(seq 600); do [ -e {tmp_path}/release ] && break; sleep 0.05; done\n"
         'echo \'{"event": "result", "result": {"results": []}}\'\n',
     )
-    engine.demos = DemoPolicy(cooldown_s=0)
+    engine.demos.policy = DemoPolicy(cooldown_s=0)
     for community in ("one", "two", "three"):
-        engine.request_demo(UserRef("discord", community, "ann", "Ann"), ChannelRef("discord", community, "d"), SMALL)
+        engine.demos.request_demo(UserRef("discord", community, "ann", "Ann"), ChannelRef("discord", community, "d"), SMALL)
     backend = LocalBackend(python=recorder, available=lambda: 1000 * MIB, min_share=150 * MIB)
     runner = DemoJobRunner(engine, backend, tmp_path / "charts", parallel=3)
 
@@ -228,20 +228,20 @@ def test_parallel_demos_are_never_promised_the_same_memory(engine: StudyEngine, 
     assert shares == [200 * MIB, 1000 * MIB]
     limits = sorted(int(p.read_text().split()[1]) * 1024 for p in seen.iterdir())
     assert limits == [address_space_limit(200 * MIB), address_space_limit(1000 * MIB)]
-    assert [job.state for job in engine.demo_jobs()] == ["queued", "done", "done"]
+    assert [job.state for job in engine.demos.demo_jobs()] == ["queued", "done", "done"]
 
 
 def test_one_communitys_queue_does_not_hold_up_another(engine: StudyEngine) -> None:
-    engine.demos = DemoPolicy(cooldown_s=0, max_waiting=5)
-    busy = [engine.request_demo(UserRef("discord", "busy", f"m{n}", f"M{n}"), CH, SMALL).job_id for n in range(5)]
+    engine.demos.policy = DemoPolicy(cooldown_s=0, max_waiting=5)
+    busy = [engine.demos.request_demo(UserRef("discord", "busy", f"m{n}", f"M{n}"), CH, SMALL).job_id for n in range(5)]
     other = ChannelRef("discord", "quiet", "d")
-    quiet = engine.request_demo(UserRef("discord", "quiet", "q", "Q"), other, SMALL).job_id
+    quiet = engine.demos.request_demo(UserRef("discord", "quiet", "q", "Q"), other, SMALL).job_id
     order = []
     for _ in range(6):
-        job = engine.claim_demo("w", "local")
+        job = engine.demos.claim_demo("w", "local")
         assert job is not None
         order.append(job.id)
-        engine.demo_finished(job.id, {"results": []}, None)
+        engine.demos.demo_finished(job.id, {"results": []}, None)
     # the quiet community's one demo runs second, not after the busy community's five
     assert order == [busy[0], quiet, *busy[1:]]
 
@@ -253,18 +253,18 @@ ROW = {"strategy": "none", "peak_bytes": MIB, "saved_bytes": MIB, "step_ms": 1.0
 
 
 def test_a_demos_progress_only_moves_forward(engine: StudyEngine) -> None:
-    job_id = engine.request_demo(ANN, CH, SMALL).job_id
-    assert engine.claim_demo("w", "local") is not None
+    job_id = engine.demos.request_demo(ANN, CH, SMALL).job_id
+    assert engine.demos.claim_demo("w", "local") is not None
     row = ROW
-    engine.demo_progress(job_id, {"total": 4, "info": {}, "rows": []})
-    card = engine.demo_progress(job_id, {"total": 4, "info": {}, "rows": [row, {**row, "strategy": "block"}]})
+    engine.demos.demo_progress(job_id, {"total": 4, "info": {}, "rows": []})
+    card = engine.demos.demo_progress(job_id, {"total": 4, "info": {}, "rows": [row, {**row, "strategy": "block"}]})
     assert isinstance(card, DemoProgressCard) and (card.done, card.total) == (2, 4)
     # a late or replayed report (a start event heard after two rows) shows nothing, keeps "2 of 4"
-    assert engine.demo_progress(job_id, {"total": 1, "info": {}, "rows": []}) is None
-    assert engine.demo_progress(job_id, {"total": 4, "info": {}, "rows": [row]}) is None
-    engine.demo_finished(job_id, {"results": []}, None)
-    assert engine.demo_progress(job_id, {"total": 4, "info": {}, "rows": [row] * 3}) is None
-    [job] = engine.demo_jobs()
+    assert engine.demos.demo_progress(job_id, {"total": 1, "info": {}, "rows": []}) is None
+    assert engine.demos.demo_progress(job_id, {"total": 4, "info": {}, "rows": [row]}) is None
+    engine.demos.demo_finished(job_id, {"results": []}, None)
+    assert engine.demos.demo_progress(job_id, {"total": 4, "info": {}, "rows": [row] * 3}) is None
+    [job] = engine.demos.demo_jobs()
     assert '"block"' in job.progress and job.state == "done"
 
 
@@ -277,7 +277,7 @@ def test_progress_cards_reach_the_platform_in_order(engine: StudyEngine, tmp_pat
         tmp_path,
         'echo \'{"event": "start", "total": 12}\'\n' + rows + 'echo \'{"event": "result", "result": {}}\'\n',
     )
-    engine.request_demo(ANN, CH, SMALL)
+    engine.demos.request_demo(ANN, CH, SMALL)
     shown: list[int] = []
 
     async def show(card: DemoProgressCard) -> None:

@@ -257,38 +257,38 @@ def demo_engine(database: Database, test_bank: Bank, clock: FakeClock) -> StudyE
 
 
 def test_see_it_run_queues_exactly_the_questions_demo(demo_engine: StudyEngine) -> None:
-    card = demo_engine.open_daily(HERE)
+    card = demo_engine.rounds.open_daily(HERE)
     round_id = card.round_id  # type: ignore[union-attr]
     with pytest.raises(InvalidInput) as early:
-        demo_engine.request_question_demo(ANN, HERE, round_id)
+        demo_engine.demos.request_question_demo(ANN, HERE, round_id)
     assert early.value.message == wording.QUESTION_DEMO_NOT_REVEALED
-    demo_engine.close_round(round_id)
-    queued = demo_engine.request_question_demo(ANN, HERE, round_id)
+    demo_engine.rounds.close_round(round_id)
+    queued = demo_engine.demos.request_question_demo(ANN, HERE, round_id)
     assert isinstance(queued, DemoQueued) and queued.module == "demos.checkpoint"
-    [job] = demo_engine.demo_jobs()
+    [job] = demo_engine.demos.demo_jobs()
     assert (job.module, job.args) == ("demos.checkpoint", dr.parse_question_demo(QUESTION_DEMO).args)
     assert job.user_name == "Ann" and job.channel_id == "general"
     with pytest.raises(InvalidInput) as again:  # the usual cooldown
-        demo_engine.request_question_demo(ANN, HERE, round_id)
+        demo_engine.demos.request_question_demo(ANN, HERE, round_id)
     assert "one per member every" in again.value.message
-    assert demo_engine.request_question_demo(BOB, HERE, round_id).position == 2  # another member queues behind
+    assert demo_engine.demos.request_question_demo(BOB, HERE, round_id).position == 2  # another member queues behind
     elsewhere = UserRef("console", "other-club", "ann", "Ann")
     with pytest.raises(InvalidInput) as foreign:
-        demo_engine.request_question_demo(elsewhere, ChannelRef("console", "other-club", "general"), round_id)
+        demo_engine.demos.request_question_demo(elsewhere, ChannelRef("console", "other-club", "general"), round_id)
     assert foreign.value.message == wording.STALE_BUTTON
     with pytest.raises(InvalidInput) as missing:
-        demo_engine.request_question_demo(BOB, HERE, round_id + 100)
+        demo_engine.demos.request_question_demo(BOB, HERE, round_id + 100)
     assert missing.value.message == wording.STALE_BUTTON
 
 
 def test_a_question_without_a_demo_has_no_button(engine: StudyEngine) -> None:
-    card = engine.open_daily(HERE)
+    card = engine.rounds.open_daily(HERE)
     round_id = card.round_id  # type: ignore[union-attr]
-    reveal = engine.close_round(round_id)
+    reveal = engine.rounds.close_round(round_id)
     assert reveal.demo is None  # type: ignore[union-attr]
     assert discord_render.reveal(reveal).view is None  # type: ignore[arg-type]
     with pytest.raises(InvalidInput) as refused:
-        engine.request_question_demo(ANN, HERE, round_id)
+        engine.demos.request_question_demo(ANN, HERE, round_id)
     assert refused.value.message == wording.NO_QUESTION_DEMO
 
 

@@ -37,12 +37,14 @@ from bot.core.values import (
     UserRef,
 )
 from bot.jobs import DemoJobRunner, LocalBackend
-from bot.platforms.discord import app as app_module
 from bot.platforms.discord import build_bot, render
+from bot.platforms.discord import replies as replies_module
 from bot.platforms.discord.app import ShardedStudyBot, StudyBot, guild_shard, send_failure
+from bot.platforms.discord.text import ANSWER_FORBIDDEN
 from bot.platforms.runtime import Runtime
 from bot.store.database import Database
 from bot.store.repository import SqlStore
+from bot.wiring import build_runtime
 from tests.conftest import TEST_BANK, FakeClock
 from tests.fakes.discord_server import EPHEMERAL, FakeDiscord, guild_id_for_shard, snowflake, user
 from tests.test_suggestions import CHOICES, PROMPT, REF, TRAP, WHYS, good_form
@@ -93,7 +95,7 @@ class World:
         scheduler runs, catch-up first; `demos`: a local demo-job runner writing charts there)."""
         settings = settings or self.settings
         engine = StudyEngine(SqlStore(Database(settings.database_url)), self.bank, clock=self.clock, delivery=delivery)
-        runtime = Runtime(engine, ("discord",), deliver_every_s=0.2)
+        runtime = build_runtime(engine, ("discord",), deliver_every_s=0.2)
         if demos is not None:
             runtime.demo_runner = DemoJobRunner(
                 engine,
@@ -139,7 +141,7 @@ def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 def right_choice(engine: StudyEngine, round_id: int) -> int:
     with engine.store.read() as tx:
-        row = tx.get_round(round_id)
+        row = tx.rounds.get_round(round_id)
     question = engine.bank.get(row.question_id)
     assert question is not None
     order = codec.parse_order(row.choice_order, len(question.choices))
@@ -224,7 +226,7 @@ async def test_daily_round_clicks_reveal_and_restart(world: World) -> None:
         bob = await fake.answered(await fake.click(post["id"], ids[wrong], BOB))
         assert bob["embeds"][0]["title"].startswith("Not quite")
 
-        card = await running.runtime.call(running.engine.close_round, round_id)
+        card = await running.runtime.call(running.engine.rounds.close_round, round_id)
         assert isinstance(card, RevealCard) and card.question_ref == post["id"]
         running.runtime.wake()
         reveal = await fake.wait_for(lambda: [m for m in fake.posts(world.channel) if m["id"] != post["id"]])
@@ -282,7 +284,7 @@ async def test_text_reply_answers_by_direct_message(world: World) -> None:
         assert "recorded" in note[0]["content"]
         assert not [m for m in fake.messages.values() if m.get("_via") == "dm" and "bob" in str(m)]
         with running.engine.store.read() as tx:
-            assert sorted(tx.choice_counts(round_id).values()) == [2]
+            assert sorted(tx.answers.choice_counts(round_id).values()) == [2]
     finally:
         await running.stop()
 
@@ -308,12 +310,12 @@ async def test_daily_quiz_a_a_by_mention_never_spends_the_daily_answer(world: Wo
         )
         assert f"To answer daily round #{round_id}, use its buttons, reply to its post" in told[0]["content"]
         with running.engine.store.read() as tx:
-            assert tx.choice_counts(round_id) == {}
+            assert tx.answers.choice_counts(round_id) == {}
         await fake.say(world.guild, world.channel, ALICE, f"<@{fake.app_id}> a", reply_to=post["id"])
         second = await fake.wait_for(lambda: dms()[1:] or None)
         assert f"This answered daily round #{round_id}; a daily answer is final." in text_of(second[0])
         with running.engine.store.read() as tx:
-            assert sum(tx.choice_counts(round_id).values()) == 1
+            assert sum(tx.answers.choice_counts(round_id).values()) == 1
     finally:
         await running.stop()
 
@@ -405,7 +407,7 @@ async def test_guild_removed_pauses_community(world: World) -> None:
         await world.fake.remove_guild(world.guild)
 
         def paused() -> bool:
-            return any(c.paused for ref, c in running.engine.communities() if ref.community_id == world.guild)
+            return any(c.paused for ref, c in running.engine.admin.communities() if ref.community_id == world.guild)
 
         await world.fake.wait_for(paused)
     finally:
@@ -519,7 +521,7 @@ async def test_two_shards_on_one_database_post_each_guilds_round_once(world: Wor
     one = fake.add_guild("Shard one", guild_id_for_shard(1, 2))
     setup = StudyEngine(SqlStore(Database(world.settings.database_url)), world.bank, clock=world.clock)
     for guild in (zero, one):  # both guilds post at 09:00 UTC, the clock's time: due at start
-        setup.configure(CommunityRef("discord", guild["id"]), "channel", guild["channels"][0])
+        setup.admin.configure(CommunityRef("discord", guild["id"]), "channel", guild["channels"][0])
     shard = {
         n: world.settings.model_copy(update={"discord_shard_count": 2, "discord_shard_ids": str(n)}) for n in (0, 1)
     }
@@ -533,7 +535,7 @@ async def test_two_shards_on_one_database_post_each_guilds_round_once(world: Wor
         # shard 0 neither schedules nor delivers guild one's round, even when one is waiting
         assert await first.runtime.bridge.run(first.runtime.scheduler.tick) == []
         opened = await first.runtime.call(
-            first.engine.open_daily, ChannelRef("discord", one["id"], one_ch)
+            first.engine.rounds.open_daily, ChannelRef("discord", one["id"], one_ch)
         )  # as `studybot schedule run` would, in any process
         assert isinstance(opened, QuestionCard)
         assert await first.runtime.deliver_now("discord") == 0
@@ -698,14 +700,14 @@ async def test_tampered_button_and_unknown_round_get_one_private_sentence(world:
             expected[bad[4]] = "Choose one of " + ", ".join("ABCDE"[: len(ids)]) + "."
         assert said == expected
         with running.engine.store.read() as tx:
-            assert sum(tx.choice_counts(round_id).values()) == 0  # nothing scored
+            assert sum(tx.answers.choice_counts(round_id).values()) == 0  # nothing scored
         score = await world.slash("score", ALICE)
         assert "0 all time" in text_of(score)
         # the real button still scores once afterwards
         first = await fake.answered(await fake.click(post["id"], ids[0], ALICE))
         assert first["embeds"][0]["title"].startswith(("Correct!", "Not quite"))
         with running.engine.store.read() as tx:
-            assert sum(tx.choice_counts(round_id).values()) == 1
+            assert sum(tx.answers.choice_counts(round_id).values()) == 1
     finally:
         await running.stop()
     assert fake.violations == []
@@ -716,7 +718,7 @@ async def test_a_click_or_select_the_bot_cannot_read_gets_the_stale_sentence(
 ) -> None:
     """An older release's button, a hand-made id, another app's id, a select: each answered at
     once (an initial response, within Discord's 3 s) with one private sentence, logged at debug."""
-    caplog.set_level(logging.DEBUG, logger=app_module.__name__)
+    caplog.set_level(logging.DEBUG, logger=replies_module.__name__)
     running = await world.start()
     fake = world.fake
     try:
@@ -746,9 +748,48 @@ async def test_a_click_or_select_the_bot_cannot_read_gets_the_stale_sentence(
     assert fake.violations == []
 
 
+async def test_a_command_or_click_failing_in_the_adapter_gets_one_sentence_with_its_incident(
+    world: World, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure between the engine's answer and Discord (here: the card cannot be drawn) is
+    answered at once by the one guard, privately, in one sentence naming the incident the log
+    keeps the traceback under: never "This interaction failed". What the engine did stands."""
+    running = await world.start()
+    fake = world.fake
+    try:
+        post = await open_round(world, running)
+        ids = [b["custom_id"] for b in buttons(post)]
+        round_id = codec.decode_answer(ids[0])[0]  # type: ignore[index]
+
+        def undrawable(card: object) -> None:
+            raise RuntimeError("this card cannot be drawn")
+
+        monkeypatch.setattr(render, "render", undrawable)
+        score = await fake.slash("score", ALICE, world.guild, world.channel)
+        score_answer = await fake.answered(score)  # one after the other: the log's incidents in this order
+        click = await fake.click(post["id"], ids[0], ALICE)
+        used, said = [score, click], [score_answer, await fake.answered(click)]
+        monkeypatch.undo()
+        incidents = [
+            re.search(r"incident ([0-9a-f]{8})", r.getMessage()) for r in caplog.records if r.exc_info is not None
+        ]
+        found = [m.group(1) for m in incidents if m is not None]
+        assert len(found) == 2
+        for interaction, answer, incident in zip(used, said, found, strict=True):
+            assert [r["type"] for r in interaction.responses] == [4]
+            assert answer["flags"] & EPHEMERAL and not answer["embeds"] and not answer["components"]
+            assert answer["content"] == wording.BUG.format(incident=incident)
+        assert answers_in(running, round_id) == 1  # the click's answer was scored before the drawing failed
+        again = await fake.answered(await fake.click(post["id"], ids[1], ALICE))
+        assert "already answered" in again["content"]
+    finally:
+        await running.stop()
+    assert fake.violations == []
+
+
 def answers_in(running: Running, round_id: int) -> int:
     with running.engine.store.read() as tx:
-        return sum(tx.choice_counts(round_id).values())
+        return sum(tx.answers.choice_counts(round_id).values())
 
 
 CALLBACK = r"/interactions/\d+/[^/]+/callback"
@@ -783,7 +824,7 @@ async def test_interactions_from_a_guild_never_seen_are_answered(world: World) -
         again = await fake.answered(await fake.click(post["id"], ids[1], ALICE))
         assert "already answered" in again["content"]
         assert answers_in(running, round_id) == 1
-        assert CommunityRef("discord", gid) in {ref for ref, _ in running.engine.communities()}
+        assert CommunityRef("discord", gid) in {ref for ref, _ in running.engine.admin.communities()}
     finally:
         await running.stop()
     assert fake.violations == []
@@ -806,20 +847,20 @@ async def test_missing_permissions_while_a_member_waits(
         fake.refuse("POST", CALLBACK)
         click = await fake.click(post["id"], ids[0], ALICE)
         told = await fake.answered(click)
-        assert told["content"] == wording.ANSWER_FORBIDDEN and told["flags"] & EPHEMERAL
+        assert told["content"] == ANSWER_FORBIDDEN and told["flags"] & EPHEMERAL
         assert [c.status for c in fake.requests("POST", rf"/interactions/{click.id}/[^/]+/callback")] == [403, 200]
         again = await fake.answered(await fake.click(post["id"], ids[1], ALICE))
         assert "already answered" in again["content"]
         assert answers_in(running, round_id) == 1
 
         # deferred (a slow call), then the edit refused: a private follow-up
-        monkeypatch.setattr(app_module, "ACK_WITHIN_S", 0.0)
+        monkeypatch.setattr(replies_module, "ACK_WITHIN_S", 0.0)
         fake.refuse("PATCH", rf"/webhooks/{fake.app_id}/[^/]+/messages/@original")
         slow = await fake.click(post["id"], ids[0], BOB)
         [followup] = await fake.wait_for(lambda: slow.followups)
-        assert followup["content"] == wording.ANSWER_FORBIDDEN and followup["flags"] & EPHEMERAL
+        assert followup["content"] == ANSWER_FORBIDDEN and followup["flags"] & EPHEMERAL
         assert [r["type"] for r in slow.responses] == [5]
-        monkeypatch.setattr(app_module, "ACK_WITHIN_S", 2.0)
+        monkeypatch.setattr(replies_module, "ACK_WITHIN_S", 2.0)
         assert answers_in(running, round_id) == 2
 
         # a text reply: direct messages closed and the channel forbidden; nobody waits on an
@@ -845,7 +886,7 @@ async def test_missing_permissions_while_a_member_waits(
         fake.refuse("POST", CALLBACK)
         demo = await fake.slash("demo", ALICE, world.guild, world.channel, checkpoint)
         shown = await fake.answered(demo)
-        assert shown["content"] == wording.ANSWER_FORBIDDEN and shown["flags"] & EPHEMERAL
+        assert shown["content"] == ANSWER_FORBIDDEN and shown["flags"] & EPHEMERAL
         assert not fake.requests("GET", rf"/webhooks/{fake.app_id}/{demo.token}/messages/@original")
         refused_demo = await fake.answered(await fake.slash("demo", ALICE, world.guild, world.channel, checkpoint))
         assert "one per member every" in refused_demo["content"]  # the first one was queued
@@ -866,7 +907,7 @@ async def test_deleted_channel_for_an_interaction_follow_up(
         post = await open_round(world, running)
         ids = [b["custom_id"] for b in buttons(post)]
         round_id = codec.decode_answer(ids[0])[0]  # type: ignore[index]
-        monkeypatch.setattr(app_module, "ACK_WITHIN_S", 0.0)
+        monkeypatch.setattr(replies_module, "ACK_WITHIN_S", 0.0)
         fake.unknown_channels.add(world.channel)
         click = await fake.click(post["id"], ids[0], ALICE)
         edit = rf"/webhooks/{fake.app_id}/{click.token}/messages/@original"
@@ -881,7 +922,7 @@ async def test_deleted_channel_for_an_interaction_follow_up(
         assert [c.status for c in fake.requests("PATCH", edit)] == [404]
         assert answers_in(running, round_id) == 1
 
-        monkeypatch.setattr(app_module, "ACK_WITHIN_S", 2.0)
+        monkeypatch.setattr(replies_module, "ACK_WITHIN_S", 2.0)
         again = await fake.answered(await fake.click(post["id"], ids[1], ALICE))  # the bot is still up
         assert "already answered" in again["content"]
         assert answers_in(running, round_id) == 1
@@ -897,7 +938,7 @@ async def test_server_error_on_posting_is_retried_by_the_outbox(world: World) ->
 
     def waiting() -> list[Any]:
         with running.engine.store.read() as tx:
-            return [r for r in tx.undelivered(None) if r.state == "pending" and r.attempts == 1]
+            return [r for r in tx.outbox.undelivered(None) if r.state == "pending" and r.attempts == 1]
 
     try:
         fake.failures.append(("POST", re.compile(path), 503))  # discord.py does not retry a 503 itself
@@ -914,7 +955,7 @@ async def test_server_error_on_posting_is_retried_by_the_outbox(world: World) ->
         await running.runtime.deliver_now("discord")
         assert len(fake.posts(world.channel)) == 1
         with running.engine.store.read() as tx:
-            assert tx.undelivered(None) == []
+            assert tx.outbox.undelivered(None) == []
 
         other = rf"/channels/{world.other_channel}/messages"
         fake.failures.append(("POST", re.compile(other), 500))  # discord.py retries a 500 after a second
@@ -1021,7 +1062,7 @@ async def test_suggest_through_both_forms_to_the_daily_round(world: World) -> No
         answer = await fake.answered(await fake.click(post["id"], buttons(post)[right]["custom_id"], BOB))
         assert answer["embeds"][0]["title"].startswith("Correct!")
         round_id = codec.decode_answer(buttons(post)[0]["custom_id"])[0]  # type: ignore[index]
-        await running.runtime.call(running.engine.close_round, round_id)
+        await running.runtime.call(running.engine.rounds.close_round, round_id)
         running.runtime.wake()
         reveal = await fake.wait_for(lambda: [m for m in fake.posts(world.channel) if m["id"] != post["id"]])
         assert "Question written by alice" in text_of(reveal[0])
@@ -1079,7 +1120,7 @@ async def test_a_prompt_refused_at_the_second_form_reopens_the_first_form_and_ke
         [button] = buttons(kept)
         click = await fake.click(kept["id"], button["custom_id"], ALICE)
         # meanwhile Bob's question with the same prompt is sent and approved
-        bob = running.engine.suggest(
+        bob = running.engine.practice.suggest(
             UserRef("discord", world.guild, BOB["id"], "bob"),
             ChannelRef("discord", world.guild, world.channel),
             good_form(  # the same prompt, in Bob's own words otherwise
@@ -1092,7 +1133,7 @@ async def test_a_prompt_refused_at_the_second_form_reopens_the_first_form_and_ke
             ),
         )
         assert isinstance(bob, SuggestionReceived)
-        running.engine.decide_suggestion(CommunityRef("discord", world.guild), bob.suggestion_id, "approve")
+        running.engine.practice.decide_suggestion(CommunityRef("discord", world.guild), bob.suggestion_id, "approve")
         hint = "Think about what the backward pass needs from the forward."
         refused = await fake.answered(await fake.submit(click, second_part(hint=hint)))
         assert refused["flags"] & EPHEMERAL and "prompt" in refused["content"].lower()
@@ -1114,7 +1155,7 @@ async def test_a_prompt_refused_at_the_second_form_reopens_the_first_form_and_ke
         assert typed["whys"] == "\n".join(WHYS) and typed["trap"] == TRAP and typed["hint"] == hint
         thanks = await fake.answered(await fake.submit(reopen, second_part(hint=hint)))
         assert "is waiting for the admins" in thanks["content"], thanks["content"]
-        queue = running.engine.suggestion_queue(CommunityRef("discord", world.guild))
+        queue = running.engine.practice.suggestion_queue(CommunityRef("discord", world.guild))
         assert [item.prompt for item in queue.items] == [fixed["prompt"]]
     finally:
         await running.stop()
@@ -1129,13 +1170,13 @@ async def test_queue_note_and_reject_by_buttons_tell_the_author(world: World) ->
     alice = UserRef("discord", world.guild, ALICE["id"], "alice")
     try:
         first = await running.runtime.call(
-            engine.suggest,
+            engine.practice.suggest,
             alice,
             where,
             SuggestionForm("fundamentals", "1", PROMPT, CHOICES, WHYS, "A", TRAP, refs=(REF,)),
         )
         second = await running.runtime.call(
-            engine.suggest,
+            engine.practice.suggest,
             alice,
             where,
             SuggestionForm("fundamentals", "2", SECOND_PROMPT, SECOND_CHOICES, SECOND_WHYS, "A", TRAP, refs=(REF,)),
@@ -1170,7 +1211,7 @@ async def test_queue_note_and_reject_by_buttons_tell_the_author(world: World) ->
         assert f"#{second.suggestion_id} rejected" in rejected["content"]
         # her messages are closed (50007): the outbox gives the decision's message up where admins see it
         community = CommunityRef("discord", world.guild)
-        [alert] = await fake.wait_for(lambda: running.engine.undelivered(community))
+        [alert] = await fake.wait_for(lambda: running.engine.outbox.undelivered(community))
         assert f"decision on suggestion #{second.suggestion_id}" in alert and "Cannot send messages" in alert
         empty = await world.slash("config", ADMIN, admin=True, setting="suggestions")
         assert empty["content"] == "No suggested questions are waiting." and not buttons(empty)

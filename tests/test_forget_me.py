@@ -99,22 +99,22 @@ def shown(engine: StudyEngine, card: QuestionCard, correct: bool) -> int:
 
 def seed(engine: StudyEngine, db_url: str) -> int:
     """Zed in every holder, through the engine (a streak repair's row written directly)."""
-    engine.demos = DemoPolicy(cooldown_s=0)
-    daily = engine.open_daily(CH)
+    engine.demos.policy = DemoPolicy(cooldown_s=0)
+    daily = engine.rounds.open_daily(CH)
     assert isinstance(daily, QuestionCard)
-    engine.answer(ZED, daily.round_id, shown(engine, daily, True))  # points; still open: a hash stays
-    practice = engine.quiz(ZED, CH)
-    engine.answer(ZED, practice.round_id, shown(engine, practice, False))  # a miss: a review
+    engine.rounds.answer(ZED, daily.round_id, shown(engine, daily, True))  # points; still open: a hash stays
+    practice = engine.practice.quiz(ZED, CH)
+    engine.rounds.answer(ZED, practice.round_id, shown(engine, practice, False))  # a miss: a review
     for _ in range(2):
-        assert isinstance(engine.suggest(ZED, CH, good_form()), SuggestionReceived)
+        assert isinstance(engine.practice.suggest(ZED, CH, good_form()), SuggestionReceived)
     community = CommunityRef("discord", "guild")
-    queue = engine.suggestion_queue(community)
-    engine.decide_suggestion(community, queue.items[0].suggestion_id, "approve")
-    job = engine.request_demo(ZED, CH, "checkpoint layers=2 tokens=64 width=16 repeat=1 strategies=none,block")
-    engine.guess(ZED, job.job_id, 1)  # before the first figure
-    assert engine.claim_demo("w", "local") is not None
+    queue = engine.practice.suggestion_queue(community)
+    engine.practice.decide_suggestion(community, queue.items[0].suggestion_id, "approve")
+    job = engine.demos.request_demo(ZED, CH, "checkpoint layers=2 tokens=64 width=16 repeat=1 strategies=none,block")
+    engine.guesses.guess(ZED, job.job_id, 1)  # before the first figure
+    assert engine.demos.claim_demo("w", "local") is not None
     none_row = {"strategy": "none", "peak_bytes": 100, "saved_bytes": 100, "step_ms": 1.0, "grads_identical": True}
-    engine.demo_progress(job.job_id, {"total": 2, "info": {}, "rows": [none_row]})
+    engine.demos.demo_progress(job.job_id, {"total": 2, "info": {}, "rows": [none_row]})
     db = create_engine(db_url)
     try:
         with db.begin() as conn:
@@ -155,7 +155,7 @@ def test_forget_me_leaves_the_member_in_no_table(engine: StudyEngine, db_url: st
             r for r in rows(db_url, table) if any(holds_zed(r[c], member_id, c) or r[c] == member_id for c in columns)
         ]
         assert held, f"the test seeds no row of {table}: seed one so the forget is checked there"
-    assert isinstance(engine.forget_me(ZED, confirm=True), Forgotten)
+    assert isinstance(engine.admin.forget_me(ZED, confirm=True), Forgotten)
     for table, columns in schema.items():
         for row in rows(db_url, table):
             for column in columns:
@@ -163,7 +163,7 @@ def test_forget_me_leaves_the_member_in_no_table(engine: StudyEngine, db_url: st
             if table == "members":
                 assert row["id"] != member_id
     # the demo job stays for the community's history, with no one's name on it
-    [job] = engine.demo_jobs()
+    [job] = engine.demos.demo_jobs()
     assert job.user_name == FORGOTTEN_MEMBER and job.user_id == "" and json.loads(job.progress)["rows"]
 
 
@@ -216,9 +216,9 @@ def test_forget_me_leaves_no_trace_of_a_slack_installer_but_keeps_the_workspaces
                 bot_user_id="UBOT",
             )
         )
-        engine.answer(zed, engine.quiz(zed, ChannelRef("slack", "T0FORGET", "C1")).round_id, 0)
+        engine.rounds.answer(zed, engine.practice.quiz(zed, ChannelRef("slack", "T0FORGET", "C1")).round_id, 0)
         assert any(USER_ID in str(r.values()) for r in rows(db_url, "slack_installations"))
-        assert isinstance(engine.forget_me(zed, confirm=True), Forgotten)
+        assert isinstance(engine.admin.forget_me(zed, confirm=True), Forgotten)
         for table in tables(db_url):
             for row in rows(db_url, table):
                 assert USER_ID not in str(row.values()) and "xoxp-zeds-own" not in str(row.values()), table
@@ -230,11 +230,32 @@ def test_forget_me_leaves_no_trace_of_a_slack_installer_but_keeps_the_workspaces
 
 def test_forget_me_forgets_someone_who_only_asked_for_demos(engine: StudyEngine, db_url: str) -> None:
     """A member who never answered has no member row: their demo jobs still lose their id and name."""
-    engine.demos = DemoPolicy(cooldown_s=0)
-    engine.request_demo(ZED, CH, "checkpoint layers=2 tokens=64 width=16 repeat=1 strategies=none,block")
-    assert [job.user_name for job in engine.demo_jobs()] == [NAME]
-    assert isinstance(engine.forget_me(ZED, confirm=True), Forgotten)
+    engine.demos.policy = DemoPolicy(cooldown_s=0)
+    engine.demos.request_demo(ZED, CH, "checkpoint layers=2 tokens=64 width=16 repeat=1 strategies=none,block")
+    assert [job.user_name for job in engine.demos.demo_jobs()] == [NAME]
+    assert isinstance(engine.admin.forget_me(ZED, confirm=True), Forgotten)
     for row in rows(db_url, "demo_jobs"):
         assert USER_ID not in str(row["user_id"]) and NAME not in str(row["user_name"])
-    [job] = engine.demo_jobs()
+    [job] = engine.demos.demo_jobs()
     assert job.user_name == FORGOTTEN_MEMBER and job.user_id == ""
+
+
+def test_deleting_a_member_row_takes_their_rows_with_it_by_the_schema(db_url: str) -> None:
+    """`delete_member` deletes the member row and trusts the schema for the rest: every foreign
+    key to members.id is ON DELETE CASCADE but the author of an approved question's (SET NULL),
+    on SQLite and PostgreSQL alike (a batch migration on SQLite that dropped it would fail here)."""
+    db = create_engine(db_url)
+    try:
+        found = inspect(db)
+        on_delete = {
+            (table, tuple(fk["constrained_columns"])): (fk.get("options") or {}).get("ondelete", "").upper()
+            for table in found.get_table_names()
+            for fk in found.get_foreign_keys(table)
+            if fk["referred_table"] == "members"
+        }
+    finally:
+        db.dispose()
+    member_tables = {table for table, columns in HOLDERS.items() if "member_id" in columns}
+    assert {table for table, _ in on_delete} == member_tables
+    assert on_delete.pop(("suggestions", ("member_id",))) == "SET NULL"
+    assert set(on_delete.values()) == {"CASCADE"}, on_delete

@@ -21,17 +21,16 @@ from bot.core.fsrs_params import (
     AnsweredReview,
     counted_reviews,
     encode_log,
-    log_loss,
     review_log,
 )
-from bot.core.fsrs_simulation import TRUE_PARAMETERS, simulate
 from bot.core.values import AnswerFeedback, ChannelRef, CommunityRef, NothingDue, QuestionCard, UserRef
 from bot.fsrs_fit import run_fit_process
 from bot.fsrs_runs import WeeklyFits, fit_community
 from bot.schedule import StudyScheduler
-from bot.store.database import Database, upgrade
+from bot.store.database import Database
 from bot.store.repository import SqlStore
-from tests.conftest import TEST_BANK, FakeClock, run_studybot
+from tests.conftest import TEST_BANK, FakeClock, migrated_sqlite, run_studybot
+from tests.fsrs_simulation import TRUE_PARAMETERS, log_loss, simulate
 
 LOCAL = CommunityRef("console", "local")
 CHANNEL = ChannelRef("console", "local", "console")
@@ -49,15 +48,15 @@ def miss_then_review(
     engine: StudyEngine, clock: FakeClock, user: UserRef = ALICE, channel: ChannelRef = CHANNEL
 ) -> NothingDue:
     """Miss a /quiz question, review it right the next day; what /review says then."""
-    card = engine.quiz(user, channel)
-    missed = engine.answer(user, card.round_id, (shown_answer(engine, card) + 1) % len(card.choices))
+    card = engine.practice.quiz(user, channel)
+    missed = engine.rounds.answer(user, card.round_id, (shown_answer(engine, card) + 1) % len(card.choices))
     assert isinstance(missed, AnswerFeedback) and not missed.correct
     clock.advance(days=1, hours=1)
-    due = engine.review(user, channel)
+    due = engine.practice.review(user, channel)
     assert isinstance(due, QuestionCard) and due.question_id == card.question_id
-    right = engine.answer(user, due.round_id, shown_answer(engine, due))
+    right = engine.rounds.answer(user, due.round_id, shown_answer(engine, due))
     assert isinstance(right, AnswerFeedback) and right.correct
-    after = engine.review(user, channel)
+    after = engine.practice.review(user, channel)
     assert isinstance(after, NothingDue) and after.next_due is not None
     return after
 
@@ -82,19 +81,18 @@ def test_the_worker_fit_predicts_held_out_reviews_better_than_the_defaults() -> 
 def test_a_small_log_keeps_the_defaults_and_says_how_many_more_reviews_are_needed(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'cli.db'}"  # the database run_studybot's CLI opens
-    upgrade(url)
+    url = migrated_sqlite(tmp_path / "cli.db")  # the database run_studybot's CLI opens
     db = Database(url)
     engine = StudyEngine(SqlStore(db), load_bank(TEST_BANK), clock=clock)
     miss_then_review(engine, clock)
 
-    done = run_studybot(tmp_path, ["fsrs", "fit", "--community", "local"])
+    done = run_studybot(tmp_path, ["fsrs", "fit", "--community", "local"], process=True)
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == wording.FSRS_TOO_FEW.format(counted=1, minimum=MIN_REVIEWS, more=MIN_REVIEWS - 1)
     assert "511 more needed" in done.stdout and "keeps the default parameters" in done.stdout
-    assert dict(engine.config(LOCAL).settings)["fsrs"] == "defaults"
-    assert engine.fsrs_in_use(LOCAL).parameters is None
+    assert dict(engine.admin.config(LOCAL).settings)["fsrs"] == "defaults"
+    assert engine.fsrs.fsrs_in_use(LOCAL).parameters is None
     db.dispose()
 
 
@@ -110,7 +108,7 @@ def test_no_fit_is_sent_below_the_minimum(engine: StudyEngine, clock: FakeClock)
 
 def test_the_review_log_is_each_cards_first_miss_then_its_reviews(engine: StudyEngine, clock: FakeClock) -> None:
     miss_then_review(engine, clock)
-    request = engine.fsrs_request(LOCAL)
+    request = engine.fsrs.fsrs_request(LOCAL)
     assert [(r.card, r.rating) for r in request.log] == [(1, 1), (1, 3)]  # Again at the miss, Good a day later
     assert request.counted == 1 and request.needed == MIN_REVIEWS - 1
 
@@ -135,9 +133,9 @@ def test_fitted_parameters_schedule_the_communitys_reviews_and_config_says_so(
     engine: StudyEngine, clock: FakeClock
 ) -> None:
     start = clock.now
-    engine.config(LOCAL)
-    engine.fsrs_outcome(LOCAL, TRUE_PARAMETERS, 900)
-    assert dict(engine.config(LOCAL).settings)["fsrs"] == f"fitted on {start:%Y-%m-%d} from 900 reviews"
+    engine.admin.config(LOCAL)
+    engine.fsrs.fsrs_outcome(LOCAL, TRUE_PARAMETERS, 900)
+    assert dict(engine.admin.config(LOCAL).settings)["fsrs"] == f"fitted on {start:%Y-%m-%d} from 900 reviews"
 
     fitted = miss_then_review(engine, clock)
     clock.set(start)
@@ -146,14 +144,14 @@ def test_fitted_parameters_schedule_the_communitys_reviews_and_config_says_so(
     assert fitted.next_due is not None and defaults.next_due is not None
     # these parameters remember a missed question longer, so its next review comes later
     assert fitted.next_due > defaults.next_due, (fitted.next_due, defaults.next_due)
-    assert dict(engine.config(CommunityRef("console", "other")).settings)["fsrs"] == "defaults"
+    assert dict(engine.admin.config(CommunityRef("console", "other")).settings)["fsrs"] == "defaults"
     with pytest.raises(InvalidInput, match="cannot use"):
-        engine.fsrs_outcome(LOCAL, [99.0] * len(DEFAULTS), 900)
-    assert engine.fsrs_in_use(LOCAL).parameters == TRUE_PARAMETERS
+        engine.fsrs.fsrs_outcome(LOCAL, [99.0] * len(DEFAULTS), 900)
+    assert engine.fsrs.fsrs_in_use(LOCAL).parameters == TRUE_PARAMETERS
 
 
 def test_the_weekly_job_fits_each_community_once_a_week(engine: StudyEngine, clock: FakeClock) -> None:
-    engine.config(LOCAL, "channel", "console")
+    engine.admin.config(LOCAL, "channel", "console")
     handed: list[tuple[CommunityRef, str]] = []
     scheduler = StudyScheduler(engine, clock=clock, weekly_fit=lambda c, w: handed.append((c, w)))
     clock.set(datetime(2026, 11, 23, 9, 30, tzinfo=UTC))  # a Monday, after the daily time
@@ -173,7 +171,7 @@ def test_the_weekly_job_fits_each_community_once_a_week(engine: StudyEngine, clo
     assert WeeklyFits(engine, fitter).run(LOCAL, "2026-W47") is None  # another process claimed that week
     fits(LOCAL, "2026-W48")  # in its thread
     fits.wait()
-    assert sent == [] and engine.fsrs_in_use(LOCAL).parameters is None
+    assert sent == [] and engine.fsrs.fsrs_in_use(LOCAL).parameters is None
 
 
 def test_the_celery_task_runs_the_fit_in_a_child_process() -> None:

@@ -17,6 +17,7 @@ from bot.bridge import Bridge
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.values import AlreadyAnswered, AnswerFeedback, ChannelRef, Problem, QuestionCard, RevealCard, UserRef
+from bot.store.answers import AnswersRepo
 from bot.store.repository import SqlStore, SqlTx
 from tests.conftest import FakeClock
 
@@ -34,7 +35,7 @@ def shown_right(bank: Bank, card: QuestionCard) -> int:
 
 
 def open_round(engine: StudyEngine) -> QuestionCard:
-    card = engine.open_daily(CH)
+    card = engine.rounds.open_daily(CH)
     assert isinstance(card, QuestionCard)
     return card
 
@@ -53,8 +54,8 @@ async def test_concurrent_first_answers_are_stored_once_with_every_rule(
     duplicates told AlreadyAnswered, streak bonuses, points totals and review cards right."""
     yesterday = open_round(engine)
     for i in range(0, 200, 2):  # the even users were right yesterday: +1 streak bonus today
-        engine.answer(user(f"u{i}"), yesterday.round_id, shown_right(test_bank, yesterday))
-    assert isinstance(engine.close_round(yesterday.round_id), RevealCard)
+        engine.rounds.answer(user(f"u{i}"), yesterday.round_id, shown_right(test_bank, yesterday))
+    assert isinstance(engine.rounds.close_round(yesterday.round_id), RevealCard)
     clock.advance(days=1)
     card = open_round(engine)
     right = shown_right(test_bank, card)
@@ -64,7 +65,7 @@ async def test_concurrent_first_answers_are_stored_once_with_every_rule(
     try:
         results = await asyncio.gather(
             *(
-                bridge.call(engine.answer, user(name), card.round_id, pick)
+                bridge.call(engine.rounds.answer, user(name), card.round_id, pick)
                 for name, pick in picks.items()
                 for _ in (0, 1)
             )
@@ -120,16 +121,16 @@ async def test_a_failing_unit_does_not_lose_the_others_of_its_transaction(
     card = open_round(engine)
     right = shown_right(test_bank, card)
 
-    real_insert = SqlTx.insert_answer
+    real_insert = AnswersRepo.insert_answer
 
-    def failing_insert(tx: SqlTx, answer: Any) -> bool:
-        stored = real_insert(tx, answer)
-        name = tx.conn.execute(text("SELECT user_id FROM members WHERE id = :m"), {"m": answer.member_id}).scalar()
+    def failing_insert(repo: AnswersRepo, answer: Any) -> bool:
+        stored = real_insert(repo, answer)
+        name = repo.conn.execute(text("SELECT user_id FROM members WHERE id = :m"), {"m": answer.member_id}).scalar()
         if name == "doomed":
             raise RuntimeError("disk on fire")
         return stored
 
-    monkeypatch.setattr(SqlTx, "insert_answer", failing_insert)
+    monkeypatch.setattr(AnswersRepo, "insert_answer", failing_insert)
     holding, release = threading.Event(), threading.Event()
 
     def hold(tx: SqlTx) -> str:
@@ -144,8 +145,8 @@ async def test_a_failing_unit_does_not_lose_the_others_of_its_transaction(
         held = loop.run_in_executor(None, store.grouped, hold)
         await loop.run_in_executor(None, holding.wait, 30)
         before = store.group.transactions
-        calls = [bridge.call(engine.answer, user(n), card.round_id, right) for n in names]
-        calls.append(bridge.call(engine.answer, user("typo"), card.round_id, 9))
+        calls = [bridge.call(engine.rounds.answer, user(n), card.round_id, right) for n in names]
+        calls.append(bridge.call(engine.rounds.answer, user("typo"), card.round_id, 9))
         answers = asyncio.gather(*calls)
         await loop.run_in_executor(None, _queued, store, len(names))
         release.set()
@@ -161,8 +162,8 @@ async def test_a_failing_unit_does_not_lose_the_others_of_its_transaction(
     assert scalar(engine, "SELECT count(*) FROM answers WHERE round_id = :r", r=card.round_id) == 38
     assert scalar(engine, "SELECT count(*) FROM members WHERE user_id IN ('doomed', 'typo')") == 0
     assert scalar(engine, "SELECT sum(points_total) FROM members") == 380
-    monkeypatch.setattr(SqlTx, "insert_answer", real_insert)  # and the doomed user can answer later
-    again = engine.answer(user("doomed"), card.round_id, right)
+    monkeypatch.setattr(AnswersRepo, "insert_answer", real_insert)  # and the doomed user can answer later
+    again = engine.rounds.answer(user("doomed"), card.round_id, right)
     assert isinstance(again, AnswerFeedback) and again.points == 10
     database.dispose()
 

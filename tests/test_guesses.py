@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.core.engine import StudyEngine
 from bot.core.guesses import band_of, decode_guess, encode_guess, measured_saving, takes_guesses
+from bot.core.records import DemoGuess
 from bot.core.values import ChannelRef, UserRef
 from bot.platforms.console import Message
 from bot.platforms.console.render import render as console_render
@@ -32,9 +33,9 @@ RESULT: dict[str, object] = {"device": "cpu", "torch": "2.5", "results": [NONE_R
 
 def first_figure(engine: StudyEngine, job_id: int) -> None:
     """What a runner reports: the job claimed, then its first row measured."""
-    claimed = engine.claim_demo("test-worker", "local")
+    claimed = engine.demos.claim_demo("test-worker", "local")
     assert claimed is not None and claimed.id == job_id
-    engine.demo_progress(job_id, {"total": 2, "rows": [NONE_ROW]})
+    engine.demos.demo_progress(job_id, {"total": 2, "rows": [NONE_ROW]})
 
 
 def only(messages: list[Message], kind: str) -> Message:
@@ -63,7 +64,7 @@ def test_console_guesses_before_the_first_figure_count_and_the_result_names_who_
     channel = chat.channel
     try:
         assert only(chat.handle("guess 2"), "notice").text.startswith("No checkpoint demo here is taking guesses")
-        queued = engine.request_demo(UserRef("console", "club", "dan", "Dan"), channel, "checkpoint layers=4")
+        queued = engine.demos.request_demo(UserRef("console", "club", "dan", "Dan"), channel, "checkpoint layers=4")
         assert queued.guesses
         [invite] = console_render(queued)
         assert "Guess first: how much less peak memory will block checkpointing need than none?" in invite.text
@@ -84,9 +85,9 @@ def test_console_guesses_before_the_first_figure_count_and_the_result_names_who_
         refused = only(chat.handle("guess 3"), "notice")
         assert refused.text == "Guesses closed when the first figure arrived; watch the result."
         with engine.store.read() as tx:
-            assert tx.demo_guesses(queued.job_id) == [("Ann", 2), ("Carol", 0)]
+            assert tx.guesses.demo_guesses(queued.job_id) == [DemoGuess("Ann", 2), DemoGuess("Carol", 0)]
 
-        assert engine.demo_finished(queued.job_id, RESULT, None)
+        assert engine.demos.demo_finished(queued.job_id, RESULT, None)
         posted = only(chat.deliver(), "demo")
         assert (
             "Block checkpointing needed 60% less peak memory than none (50-75%): guessed right by Ann (1 of 2 guesses)."
@@ -97,10 +98,10 @@ def test_console_guesses_before_the_first_figure_count_and_the_result_names_who_
 
 def test_a_demo_without_block_invites_no_guesses(engine: StudyEngine) -> None:
     channel = ChannelRef("console", "club", "console")
-    queued = engine.request_demo(UserRef("console", "club", "dan", "Dan"), channel, "checkpoint strategies=none,sqrt")
+    queued = engine.demos.request_demo(UserRef("console", "club", "dan", "Dan"), channel, "checkpoint strategies=none,sqrt")
     assert not queued.guesses
     assert "Guess first" not in console_render(queued)[0].text
-    notice = engine.guess_text(UserRef("console", "club", "ann", "Ann"), channel, "guess 2")
+    notice = engine.guesses.guess_text(UserRef("console", "club", "ann", "Ann"), channel, "guess 2")
     assert notice.text.startswith("No checkpoint demo here is taking guesses")
 
 
@@ -115,12 +116,12 @@ async def test_discord_guess_buttons_until_the_first_figure(world: World) -> Non
         interaction = await fake.slash("demo", CAROL, world.guild, world.channel, options)
         shown = await fake.answered(interaction)
         assert "Guess first: how much less peak memory" in shown["content"]
-        jobs = running.engine.demo_jobs()
+        jobs = running.engine.demos.demo_jobs()
         job_id = jobs[0].id
         ids = [b["custom_id"] for b in buttons(shown)]
         assert ids == [f"sb1:gs:{job_id}:{band}" for band in range(4)]
         assert [b["label"] for b in buttons(shown)] == ["under 25%", "25-50%", "50-75%", "over 75%"]
-        await fake.wait_for(lambda: running.engine.demo_jobs()[0].message_ref == shown["id"])
+        await fake.wait_for(lambda: running.engine.demos.demo_jobs()[0].message_ref == shown["id"])
 
         counted = await fake.answered(await fake.click(shown["id"], ids[2], ALICE))
         assert counted["flags"] & EPHEMERAL and counted["content"].startswith("Your guess is in: 50-75%")
@@ -133,13 +134,13 @@ async def test_discord_guess_buttons_until_the_first_figure(world: World) -> Non
         # a click between the first figure and the edit that takes the buttons away
         late = await fake.answered(await fake.click(shown["id"], ids[2], BOB))
         assert late["flags"] & EPHEMERAL and late["content"].startswith("Guesses closed when the first figure")
-        card = await running.runtime.call(running.engine.demo_progress, job_id, {"total": 2, "rows": [NONE_ROW]})
+        card = await running.runtime.call(running.engine.demos.demo_progress, job_id, {"total": 2, "rows": [NONE_ROW]})
         assert card is not None
         await running.runtime.demo_progress(card)
         edited = fake.messages[shown["id"]]
         assert "1 of 2 measured" in edited["content"] and buttons(edited) == []
 
-        assert await running.runtime.call(running.engine.demo_finished, job_id, RESULT, None)
+        assert await running.runtime.call(running.engine.demos.demo_finished, job_id, RESULT, None)
         running.runtime.wake()
         result = await fake.wait_for(
             lambda: next((m for m in fake.posts(world.channel) if "guessed right" in text_of(m)), None)
@@ -163,7 +164,7 @@ async def test_slack_guess_buttons_until_the_first_figure(slack: Slack) -> None:
     announced = (await slack.fake.wait_for("chat.postMessage", 1, channel="C1"))[-1].params
     assert "Guess first: how much less peak memory" in block_text(announced)
     for _ in range(100):  # the queued message's reference reaches the job
-        jobs = slack.engine.demo_jobs()
+        jobs = slack.engine.demos.demo_jobs()
         if jobs and jobs[0].message_ref:
             break
         await asyncio.sleep(0.05)
@@ -186,13 +187,13 @@ async def test_slack_guess_buttons_until_the_first_figure(slack: Slack) -> None:
     await slack.runtime.call(first_figure, slack.engine, job.id)
     # a click between the first figure and the edit that takes the buttons away
     assert (await guess("U4", 2, "g4")).startswith("Guesses closed when the first figure arrived")
-    card = await slack.runtime.call(slack.engine.demo_progress, job.id, {"total": 2, "rows": [NONE_ROW]})
+    card = await slack.runtime.call(slack.engine.demos.demo_progress, job.id, {"total": 2, "rows": [NONE_ROW]})
     assert card is not None
     await slack.runtime.demo_progress(card)
     edited = slack.fake.of("chat.update")[-1].params
     assert "1 of 2 measured" in block_text(edited) and actions_of(edited) == []
 
-    assert await slack.runtime.call(slack.engine.demo_finished, job.id, RESULT, None)
+    assert await slack.runtime.call(slack.engine.demos.demo_finished, job.id, RESULT, None)
     assert await slack.runtime.deliver_now("slack") >= 1
     done = slack.fake.of("chat.update")[-1].params
     assert "60% less peak memory than none (50-75%): guessed right by u1 (1 of 2 guesses)." in block_text(done)

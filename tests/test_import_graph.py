@@ -1,194 +1,45 @@
 """The import graph of bot/ and demos/ (issue 18): no circles, function-level and TYPE_CHECKING
 imports included; what each layer may import; the Celery worker never loads the engine.
 
-`python -m tests.test_import_graph` prints the circles it finds."""
+The rules are import-linter contracts in pyproject.toml ([tool.importlinter]); `lint-imports`
+checks them from the command line, the first test here in process. The others show that the
+contracts catch what they are for, on small packages written for the test, and what a worker
+host really loads."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from importlinter.api import read_configuration
+from importlinter.application.use_cases import lint_imports
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("bot", "demos")
-
-CORE_FORBIDDEN = (
-    "sqlalchemy",
-    "sqlmodel",
-    "discord",
-    "slack_bolt",
-    "slack_sdk",
-    "apscheduler",
-    "torch",
-    "celery",
-    "redis",
-    "bot.store",
-    "bot.platforms",
-)
-DEMOS_MAY_USE = ("torch", "matplotlib", "demos")
-# Hugging Face's GPT-2 (the demo extra pins it) is for its one module, imported inside the function that builds it.
-DEMO_MODULE_MAY_USE = {"demos.hf": ("transformers",)}
-# bot.core.scope holds only values (which communities a process serves, and the scheduler's row
-# read back), made to be turned into SQL by the store; it imports nothing but other values.
-STORE_MAY_USE = {"bot.core.values", "bot.core.records", "bot.core.community", "bot.core.errors", "bot.core.scope"}
-# Values the store builds from rows that live beside the pure code reading them.
-STORE_MAY_USE_NAMES = {("bot.core.item_analysis", "AnswerRow")}
-CELERY_WORKER = "bot.worker"
+# Every rule the hand-written checker enforced before import-linter, by contract id.
+CONTRACTS = {
+    "no-circles",
+    "core-is-pure",
+    "store-reads-values",
+    "scope-is-values",
+    "no-platform-below",
+    "worker-side",
+    "demos-stand-alone",
+}
+CONTRACT_TYPES = """contract_types = [
+  "allowed_imports: tests.import_contracts.AllowedImportsContract",
+  "acyclic_modules: tests.import_contracts.AcyclicModulesContract",
+]
+"""
 
 
-@dataclass(frozen=True)
-class Import:
-    """One import statement's target: `import a.b` is ("a.b", None), `from a import b` is ("a", "b")."""
-
-    module: str
-    name: str | None
-    line: int
-
-
-def within(module: str, package: str) -> bool:
-    return module == package or module.startswith(package + ".")
-
-
-def module_name(path: Path, root: Path) -> str:
-    parts = path.relative_to(root).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def modules_under(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
-    """Every module of the packages: dotted name -> file."""
-    found: dict[str, Path] = {}
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
-            found[module_name(path, root)] = path
-    return found
-
-
-def imports_of(path: Path, package: str) -> list[Import]:
-    """Every import in a file at any depth (module level, functions, TYPE_CHECKING blocks),
-    relative imports resolved against `package`, the package the file's code runs in."""
-    found: list[Import] = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found.extend(Import(alias.name, None, node.lineno) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = parts[: len(parts) - node.level + 1]
-                module = ".".join([*base, module] if module else base)
-            found.extend(Import(module, alias.name, node.lineno) for alias in node.names)
-    return found
-
-
-def package_of(module: str, path: Path) -> str:
-    return module if path.name == "__init__.py" else module.rpartition(".")[0]
-
-
-def targets(imp: Import, known: Mapping[str, Path] | set[str]) -> list[str]:
-    """The modules an import loads: the module and its parent packages, and `x.y` for
-    `from x import y` when y is a submodule."""
-    loaded = [imp.module]
-    if imp.name is not None and f"{imp.module}.{imp.name}" in known:
-        loaded.append(f"{imp.module}.{imp.name}")
-    parts = imp.module.split(".")
-    loaded.extend(".".join(parts[:n]) for n in range(1, len(parts)))
-    return loaded
-
-
-def graph(root: Path = ROOT, packages: Iterable[str] = PACKAGES) -> dict[str, set[str]]:
-    """module -> the modules of these packages it imports. A module's own parent packages are
-    left out: Python loads them before the module, so they are no edge of its making."""
-    known = modules_under(root, packages)
-    edges: dict[str, set[str]] = {}
-    for module, path in known.items():
-        ancestors = {module.rsplit(".", n)[0] for n in range(1, module.count(".") + 1)}
-        edges[module] = {
-            target
-            for imp in imports_of(path, package_of(module, path))
-            for target in targets(imp, known)
-            if target in known and target != module and target not in ancestors
-        }
-    return edges
-
-
-def cycles(edges: Mapping[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components larger than one module (Tarjan), each sorted, the list sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(start: str) -> None:
-        # Iterative so a deep graph never meets the recursion limit.
-        work: list[tuple[str, Iterator[str]]] = [(start, iter(sorted(edges.get(start, ()))))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(edges.get(child, ())))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component: list[str] = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-
-    for node in sorted(edges):
-        if node not in index:
-            visit(node)
-    return sorted(found)
-
-
-def closure(edges: Mapping[str, set[str]], start: str) -> set[str]:
-    seen = {start}
-    todo = [start]
-    while todo:
-        for child in edges.get(todo.pop(), ()):
-            if child not in seen:
-                seen.add(child)
-                todo.append(child)
-    return seen
-
-
-def external_imports(path: Path, module: str) -> Iterator[tuple[str, int]]:
-    """Every module name an import in the file may load, with its line."""
-    known = modules_under(ROOT)
-    for imp in imports_of(path, package_of(module, path)):
-        for target in targets(imp, known):
-            yield target, imp.line
-        if imp.name is not None:
-            yield f"{imp.module}.{imp.name}", imp.line  # `from bot import store` may load bot.store
-
-
-# ------------------------------------------------------------------------- tests
-
-
-def test_there_is_no_import_circle_in_bot_or_demos() -> None:
-    found = cycles(graph())
-    assert not found, "import circles: " + "; ".join(" <-> ".join(c) for c in found)
+def lint(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[bool, str]:
+    """Whether every contract in `config` is kept, and lint-imports' report with its line breaks
+    taken out (the console wraps long lines)."""
+    passed = lint_imports(config_filename=str(config), cache_dir=None, no_logo=True)
+    return passed, " ".join(capsys.readouterr().out.split())
 
 
 def write(root: Path, files: Mapping[str, str]) -> None:
@@ -198,112 +49,36 @@ def write(root: Path, files: Mapping[str, str]) -> None:
         path.write_text(source)
 
 
-def test_the_checker_finds_a_planted_circle(tmp_path: Path) -> None:
-    write(
-        tmp_path,
-        {
-            "pkg/__init__.py": "",
-            "pkg/a.py": "def f() -> None:\n    from pkg import b\n",
-            "pkg/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n",
-            "pkg/c.py": "import pkg.a\n",
-        },
-    )
-    assert cycles(graph(tmp_path, ["pkg"])) == [["pkg.a", "pkg.b"]]
+def planted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package: str, files: Mapping[str, str], contracts: str
+) -> Path:
+    """A package written under tmp_path, importable, and a configuration checking it."""
+    write(tmp_path, files)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "importlinter.toml"
+    session = f'[tool.importlinter]\nroot_packages = ["{package}"]\ninclude_external_packages = true\n'
+    config.write_text(session + CONTRACT_TYPES + contracts)
+    return config
 
 
-def test_the_checker_follows_packages_and_ignores_a_module_s_own_parents(tmp_path: Path) -> None:
-    write(
-        tmp_path,
-        {
-            # The package's __init__ re-exports its app, which imports a sibling: no circle.
-            "pkg/__init__.py": "",
-            "pkg/sub/__init__.py": "from pkg.sub.app import run\n",
-            "pkg/sub/app.py": "from pkg.sub import views\ndef run() -> None: ...\n",
-            "pkg/sub/views.py": "",
-            # Loading pkg.sub runs its __init__, which loads other: a circle through a package.
-            "pkg/other.py": "import pkg.sub.views\n",
-            "pkg/sub/tool.py": "from .. import other\n",
-        },
-    )
-    edges = graph(tmp_path, ["pkg"])
-    assert edges["pkg.sub.app"] == {"pkg.sub.views"}
-    assert edges["pkg.other"] == {"pkg.sub", "pkg.sub.views"}
-    assert edges["pkg.sub.tool"] == {"pkg.other"}
-    assert cycles(edges) == []
-    (tmp_path / "pkg/sub/__init__.py").write_text("from pkg.sub import tool\n")
-    assert cycles(graph(tmp_path, ["pkg"])) == [["pkg.other", "pkg.sub", "pkg.sub.tool"]]
+# ------------------------------------------------------------------------- the project
 
 
-def test_the_import_parser_sees_every_form(tmp_path: Path) -> None:
-    sample = tmp_path / "sample.py"
-    sample.write_text(
-        "import bot.store.tables\nfrom bot.store import repository\nfrom bot import store\n"
-        "from ..store import database\ndef f():\n    import sqlalchemy.orm\n"
-    )
-    found = {t for imp in imports_of(sample, "bot.core") for t in [*targets(imp, set()), f"{imp.module}.{imp.name}"]}
-    assert {"bot.store.tables", "bot.store", "bot.store.repository", "bot.store.database", "sqlalchemy.orm"} <= found
+def test_the_import_contracts_hold(capsys: pytest.CaptureFixture[str]) -> None:
+    passed, report = lint(ROOT / "pyproject.toml", capsys)
+    assert passed, report
+    assert "BROKEN" not in report
 
 
-ALL = modules_under(ROOT)
-CORE = sorted(m for m in ALL if within(m, "bot.core"))
-DEMOS = sorted(m for m in ALL if within(m, "demos"))
-STORE = sorted(m for m in ALL if within(m, "bot.store"))
-
-
-@pytest.mark.parametrize("module", CORE)
-def test_the_core_imports_no_database_scheduler_platform_queue_or_torch(module: str) -> None:
-    for imported, line in external_imports(ALL[module], module):
-        for forbidden in CORE_FORBIDDEN:
-            assert not within(imported, forbidden), f"{module} (line {line}) imports {imported}"
-
-
-@pytest.mark.parametrize("module", DEMOS)
-def test_the_demos_import_only_torch_matplotlib_the_standard_library_and_hf_for_gpt2(module: str) -> None:
-    for imported, line in external_imports(ALL[module], module):
-        top = imported.partition(".")[0]
-        allowed = top in sys.stdlib_module_names or top in DEMOS_MAY_USE or top == "__future__"
-        allowed = allowed or top in DEMO_MODULE_MAY_USE.get(module, ())
-        assert allowed, f"{module} (line {line}) imports {imported}"
-
-
-def test_the_scheduler_imports_no_platform() -> None:
-    for imported, line in external_imports(ALL["bot.schedule"], "bot.schedule"):
-        assert not within(imported, "bot.platforms"), f"bot/schedule.py (line {line}) imports {imported}"
-
-
-def test_the_web_page_imports_no_platform() -> None:
-    for module in (m for m in ALL if within(m, "bot.web")):
-        for imported, line in external_imports(ALL[module], module):
-            assert not within(imported, "bot.platforms"), f"{module} (line {line}) imports {imported}"
-
-
-@pytest.mark.parametrize("module", STORE)
-def test_the_store_imports_from_the_core_only_the_values_it_stores(module: str) -> None:
-    package = package_of(module, ALL[module])
-    for imp in imports_of(ALL[module], package):
-        if not within(imp.module, "bot.core") and not (imp.module == "bot" and imp.name == "core"):
-            continue
-        allowed = imp.module in STORE_MAY_USE or (imp.module, imp.name) in STORE_MAY_USE_NAMES
-        assert allowed, f"{module} (line {imp.line}) imports {imp.name} from {imp.module}"
-
-
-def test_the_scope_the_store_reads_stays_values_only() -> None:
-    """bot.core.scope is in STORE_MAY_USE because it holds values: it may take others from the
-    core only from the value modules the store may read itself."""
-    for imp in imports_of(ALL["bot.core.scope"], "bot.core"):
-        if within(imp.module, "bot"):
-            assert imp.module in STORE_MAY_USE, f"bot/core/scope.py (line {imp.line}) imports {imp.module}"
-
-
-def test_the_celery_worker_never_loads_the_engine() -> None:
-    loaded = closure(graph(), CELERY_WORKER)
-    assert "bot.core.engine" not in loaded, sorted(loaded)
-    assert not any(within(m, "bot.store") or within(m, "bot.platforms") for m in loaded), sorted(loaded)
+def test_every_rule_of_the_import_graph_is_configured() -> None:
+    configured = read_configuration(str(ROOT / "pyproject.toml"))["contracts_options"]
+    assert CONTRACTS <= {contract["id"] for contract in configured}
 
 
 def test_a_worker_host_loads_neither_the_engine_nor_its_libraries() -> None:
-    """What `import bot.worker` really loads (the graph above only reads the source). YAML is
-    not asked about: Celery's serializers load it themselves."""
+    """What `import bot.worker` really loads (the contracts only read the source: bot.config
+    imports SQLAlchemy inside a function the worker never calls). YAML is not asked about:
+    Celery's serializers load it themselves."""
     probe = (
         "import sys, bot.worker; "
         "heavy = ('bot.core', 'bot.core.engine', 'bot.store', 'fsrs', 'sqlalchemy'); "
@@ -314,12 +89,101 @@ def test_a_worker_host_loads_neither_the_engine_nor_its_libraries() -> None:
     assert done.stdout.split() == []
 
 
-def main() -> None:
-    found = cycles(graph())
-    for component in found:
-        print(" <-> ".join(component))
-    print(f"{len(found)} circle(s)")
+# ------------------------------------------------------------------------- the contracts catch
 
 
-if __name__ == "__main__":
-    main()
+def test_the_layer_contracts_catch_a_planted_violation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The core reaching the store through a helper, the store reading the core's use cases, and
+    a demo importing a library outside its list, each caught with its module."""
+    config = planted(
+        tmp_path,
+        monkeypatch,
+        "layered",
+        {
+            "layered/__init__.py": "",
+            "layered/core/__init__.py": "",
+            "layered/core/values.py": "import dataclasses\n",
+            "layered/core/engine.py": "from layered import helper\n",
+            "layered/helper.py": "def f() -> None:\n    import layered.store.tables\n",
+            "layered/store/__init__.py": "",
+            "layered/store/tables.py": "from layered.core.values import dataclasses\nfrom layered.core import engine\n",
+            "layered/demos/__init__.py": "",
+            "layered/demos/run.py": "import json\nimport yaml\nimport layered.demos\n",
+        },
+        """
+[[tool.importlinter.contracts]]
+name = "core is pure"
+type = "forbidden"
+source_modules = ["layered.core"]
+forbidden_modules = ["layered.store", "sqlalchemy"]
+
+[[tool.importlinter.contracts]]
+name = "store reads values"
+type = "allowed_imports"
+source_modules = ["layered.store"]
+judged_modules = ["layered.core"]
+allowed_modules = ["layered.core.values"]
+
+[[tool.importlinter.contracts]]
+name = "demos stand alone"
+type = "allowed_imports"
+source_modules = ["layered.demos"]
+allowed_modules = ["layered.demos"]
+allow_standard_library = true
+""",
+    )
+    passed, report = lint(config, capsys)
+    assert not passed
+    assert "Contracts: 0 kept, 3 broken." in report, report
+    assert "layered.core is not allowed to import layered.store" in report, report
+    assert "layered.core.engine -> layered.helper (l.1) layered.helper -> layered.store.tables (l.2)" in report
+    assert "layered.store.tables imports layered.core.engine (line 2), which is not allowed." in report
+    assert "layered.demos.run imports yaml (line 2), which is not allowed." in report
+    assert "imports json" not in report and "imports layered.core.values" not in report
+
+
+def test_the_circle_contract_finds_a_planted_circle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A function-level import one way, a TYPE_CHECKING import the other: a circle."""
+    config = planted(
+        tmp_path,
+        monkeypatch,
+        "circled",
+        {
+            "circled/__init__.py": "",
+            "circled/a.py": "def f() -> None:\n    from circled import b\n",
+            "circled/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n",
+            "circled/c.py": "import circled.a\n",
+        },
+        '\n[[tool.importlinter.contracts]]\nname = "no circles"\ntype = "acyclic_modules"\n',
+    )
+    passed, report = lint(config, capsys)
+    assert not passed
+    assert "circled.a -> circled.b -> circled.a" in report
+    assert "circled.c ->" not in report
+
+
+def test_the_circle_contract_follows_packages_and_ignores_a_module_s_own_parents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {
+        # The package's __init__ re-exports its app, which imports a sibling: no circle.
+        "nested/__init__.py": "",
+        "nested/sub/__init__.py": "from nested.sub.app import run\n",
+        "nested/sub/app.py": "from nested.sub import views\ndef run() -> None: ...\n",
+        "nested/sub/views.py": "",
+        # Loading nested.sub runs its __init__: a circle once that __init__ loads tool.
+        "nested/other.py": "import nested.sub.views\n",
+        "nested/sub/tool.py": "from .. import other\n",
+    }
+    contract = '\n[[tool.importlinter.contracts]]\nname = "no circles"\ntype = "acyclic_modules"\n'
+    config = planted(tmp_path, monkeypatch, "nested", files, contract)
+    passed, report = lint(config, capsys)
+    assert passed, report
+    (tmp_path / "nested/sub/__init__.py").write_text("from nested.sub import tool\n")
+    passed, report = lint(config, capsys)
+    assert not passed
+    assert "nested.other -> nested.sub -> nested.sub.tool -> nested.other" in report

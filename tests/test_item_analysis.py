@@ -27,7 +27,7 @@ from bot.core.item_analysis import (
 )
 from bot.store.item_stats import HAS_CHOICE_ORDER, answer_rows, answers, communities, file_index, rounds
 from bot.store.tables import Member
-from tests.conftest import TEST_BANK, run_studybot
+from tests.conftest import TEST_BANK, migrated_sqlite, run_studybot
 
 WHY = "This explanation is long enough to pass the forty character rule."
 MEMBERS = [f"m{i:02}" for i in range(30)]
@@ -255,10 +255,7 @@ def test_the_store_reads_rows_in_file_order_and_filters_by_community(sqlite_url:
 
 
 def test_questions_analysis_flags_the_planted_wrong_key(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    from bot.store.database import upgrade
-
-    upgrade(url)
+    url = migrated_sqlite(tmp_path / "cli.db")
     plant_wrong_key(url)
     done = run_studybot(tmp_path, ["questions", "analysis", "--community", "lab", "--platform", "console", "--json"])
     assert done.returncode == 0, done.stderr

@@ -32,9 +32,9 @@ from bot.core.item_analysis import (
 )
 from bot.core.values import QuestionCard, SuggestionDecided, UserRef
 from bot.store.database import Database
-from bot.store.item_stats import member_picks
+from bot.store.item_stats import ItemStatsRepo, answer_rows, member_picks
 from bot.store.repository import SqlStore, SqlTx
-from tests.conftest import TEST_BANK, FakeClock, run_studybot
+from tests.conftest import TEST_BANK, FakeClock, migrated_sqlite, run_studybot
 from tests.test_suggestions import ANN, CHOICES, CLUB, HERE, good_form
 
 MEMBERS = [f"m{i:02}" for i in range(24)]
@@ -55,7 +55,7 @@ def file_texts(bank: Bank, question_id: str) -> tuple[list[str], str]:
 
 
 def click_once(engine: StudyEngine, round_id: int, click: tuple[str, int]) -> object:
-    return engine.answer(user(click[0]), round_id, click[1])
+    return engine.rounds.answer(user(click[0]), round_id, click[1])
 
 
 def burst(engine: StudyEngine, bank: Bank, clock: FakeClock, seed: int) -> str:
@@ -65,7 +65,7 @@ def burst(engine: StudyEngine, bank: Bank, clock: FakeClock, seed: int) -> str:
     rng = random.Random(seed)
     planted = ""
     for _ in range(DAYS):
-        card = engine.open_daily(HERE)
+        card = engine.rounds.open_daily(HERE)
         assert isinstance(card, QuestionCard)
         texts, right_one = file_texts(bank, card.question_id)
         right = card.choices.index(right_one)
@@ -87,7 +87,7 @@ def burst(engine: StudyEngine, bank: Bank, clock: FakeClock, seed: int) -> str:
         rng.shuffle(clicks)
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(functools.partial(click_once, engine, card.round_id), clicks))
-        engine.close_round(card.round_id)
+        engine.rounds.close_round(card.round_id)
         clock.advance(days=1)
     return planted
 
@@ -126,12 +126,12 @@ def compare(engine: StudyEngine) -> list[ItemStats]:
     assert isinstance(engine.store, SqlStore)
     with engine.store.read() as tx:
         assert isinstance(tx, SqlTx)
-        config = tx.find_community(CLUB.platform, CLUB.community_id)
+        config = tx.communities.find_community(CLUB.platform, CLUB.community_id)
         assert config is not None
-        pool = engine._pool(tx, config.id)
-        counts = tx.item_counts(config.id)
+        pool = engine.boards._pool(tx, config.id)
+        counts = tx.item_stats.item_counts(config.id)
         picks = member_picks(tx.conn, config.id)
-        rows = tx.answer_rows(config.id)
+        rows = answer_rows(tx.conn, community_id=config.id)  # the recount reads every answer
     want_counts, want_picks = tally(rows)
     assert sorted(counts, key=repr) == sorted(want_counts, key=repr)
     assert sorted(picks, key=repr) == sorted(want_picks, key=repr)
@@ -142,20 +142,20 @@ def compare(engine: StudyEngine) -> list[ItemStats]:
     outside_ids = sorted({c.question_id for c in counts} - pool_ids)
     outside = off_pool(p for p in picks if p.question_id in outside_ids)
     with engine.store.read() as tx:
-        ranked = tx.item_top_thirds(config.id, sorted(pool_ids), outside_ids)
+        ranked = tx.item_stats.item_top_thirds(config.id, sorted(pool_ids), outside_ids)
     assert ranked == [top_third(qid, picks, outside) for qid in sorted(pool_ids)]
     assert any(third.top >= 3 for third in ranked)
     flagged = {s.question_id for s in recount if set(s.flags) - {UNANSWERED}}
-    alerts = engine.config(CLUB).alerts
+    alerts = engine.admin.config(CLUB).alerts
     assert {q.id for q in pool if any(a.startswith(f"Question {q.id}:") for a in alerts)} == flagged
     return recount
 
 
 def run_scenario(engine: StudyEngine, bank: Bank, clock: FakeClock) -> None:
-    engine.suggest(ANN, HERE, good_form())
-    decided = engine.decide_suggestion(CLUB, 1, "approve")
+    engine.practice.suggest(ANN, HERE, good_form())
+    decided = engine.practice.decide_suggestion(CLUB, 1, "approve")
     assert isinstance(decided, SuggestionDecided) and decided.question_id
-    engine.config(CLUB, "channel", "console")
+    engine.admin.config(CLUB, "channel", "console")
     planted = burst(engine, bank, clock, seed=23)
 
     stats = {s.question_id: s for s in compare(engine)}
@@ -163,11 +163,11 @@ def run_scenario(engine: StudyEngine, bank: Bank, clock: FakeClock) -> None:
     assert sum(s.answers for s in stats.values()) > DAYS * len(MEMBERS) // 2
 
     strongest = sorted(STRONG)[-1]
-    engine.forget_me(user(strongest), confirm=True)
+    engine.admin.forget_me(user(strongest), confirm=True)
     after = {s.question_id: s for s in compare(engine)}
     assert after[planted].answers < stats[planted].answers
 
-    assert "removed" in engine.configure(CLUB, "remove", decided.question_id).text  # type: ignore[union-attr]
+    assert "removed" in engine.admin.configure(CLUB, "remove", decided.question_id).text  # type: ignore[union-attr]
     removed = compare(engine)
     assert decided.question_id not in {s.question_id for s in removed}
     assert decided.question_id in after
@@ -180,10 +180,7 @@ def test_kept_figures_equal_the_recount(engine: StudyEngine, test_bank: Bank, cl
 def test_questions_analysis_reads_the_kept_figures_and_recount_agrees(
     tmp_path: Path, test_bank: Bank, clock: FakeClock
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    from bot.store.database import upgrade
-
-    upgrade(url)
+    url = migrated_sqlite(tmp_path / "cli.db")
     database = Database(url)
     engine = StudyEngine(SqlStore(database), test_bank, clock=clock)
     run_scenario(engine, test_bank, clock)
@@ -240,26 +237,28 @@ def test_the_engine_reads_the_top_thirds_again_only_when_an_answer_could_change_
 ) -> None:
     """The engine remembers the top thirds it read: asked again with nothing answered since, it
     reads none; after a /forget-me it reads them again; its flags equal the recount's."""
-    engine.config(CLUB, "channel", "console")
+    engine.admin.config(CLUB, "channel", "console")
     reads: list[list[str]] = []
-    real = SqlTx.item_top_thirds
+    real = ItemStatsRepo.item_top_thirds
 
-    def counted(tx: SqlTx, community_id: int, question_ids: Iterable[str], outside: Iterable[str]) -> list[TopThird]:
+    def counted(
+        repo: ItemStatsRepo, community_id: int, question_ids: Iterable[str], outside: Iterable[str]
+    ) -> list[TopThird]:
         wanted = sorted(question_ids)
         reads.append(wanted)
-        return real(tx, community_id, wanted, outside)
+        return real(repo, community_id, wanted, outside)
 
-    SqlTx.item_top_thirds = counted  # type: ignore[method-assign]
+    ItemStatsRepo.item_top_thirds = counted  # type: ignore[method-assign]
     try:
         planted = burst(engine, test_bank, clock, seed=5)
-        alerts = engine.config(CLUB).alerts
+        alerts = engine.admin.config(CLUB).alerts
         assert reads and planted in reads[-1]
         first = len(reads)
-        assert engine.config(CLUB).alerts == alerts  # nothing answered since: nothing read again
+        assert engine.admin.config(CLUB).alerts == alerts  # nothing answered since: nothing read again
         assert len(reads) == first
-        engine.forget_me(user(sorted(STRONG)[0]), confirm=True)
-        engine.config(CLUB)
+        engine.admin.forget_me(user(sorted(STRONG)[0]), confirm=True)
+        engine.admin.config(CLUB)
         assert len(reads) == first + 1
     finally:
-        SqlTx.item_top_thirds = real  # type: ignore[method-assign]
+        ItemStatsRepo.item_top_thirds = real  # type: ignore[method-assign]
     compare(engine)

@@ -68,50 +68,50 @@ async def run_one(runner: DemoJobRunner) -> None:
 
 
 def test_queue_positions_cooldown_and_limit(engine: StudyEngine, clock: FakeClock) -> None:
-    engine.demos = DemoPolicy(cooldown_s=600, max_waiting=2)
-    first = engine.request_demo(user("Ann"), CH, SMALL)
+    engine.demos.policy = DemoPolicy(cooldown_s=600, max_waiting=2)
+    first = engine.demos.request_demo(user("Ann"), CH, SMALL)
     assert isinstance(first, DemoQueued) and first.position == 1 and first.module == "demos.checkpoint"
-    second = engine.request_demo(user("Bob"), CH, SMALL)
+    second = engine.demos.request_demo(user("Bob"), CH, SMALL)
     assert second.position == 2
     with pytest.raises(InvalidInput, match=r"2 demos are already waiting here"):
-        engine.request_demo(user("Cy"), CH, SMALL)
+        engine.demos.request_demo(user("Cy"), CH, SMALL)
     clock.advance(minutes=3)
     with pytest.raises(
         InvalidInput,
         match=r"You asked for a demo 3 min ago; one per member every 10 min, so the next one is possible in 7 min",
     ):
-        engine.request_demo(user("Ann"), CH, SMALL)
+        engine.demos.request_demo(user("Ann"), CH, SMALL)
     # another community has its own queue
-    assert engine.request_demo(user("Cy", "other"), ChannelRef("discord", "other", "x"), SMALL).position == 1
+    assert engine.demos.request_demo(user("Cy", "other"), ChannelRef("discord", "other", "x"), SMALL).position == 1
     with pytest.raises(InvalidInput, match="Unknown strategy"):
-        engine.request_demo(user("Dee"), CH, "checkpoint strategies=warp")
+        engine.demos.request_demo(user("Dee"), CH, "checkpoint strategies=warp")
 
 
 def test_one_demo_runs_at_a_time_per_community(engine: StudyEngine) -> None:
-    engine.demos = DemoPolicy(cooldown_s=0)
-    a = engine.request_demo(user("Ann"), CH, SMALL)
-    b = engine.request_demo(user("Bob"), CH, SMALL)
-    c = engine.request_demo(user("Cy", "other"), ChannelRef("discord", "other", "x"), SMALL)
-    first = engine.claim_demo("w1", "local")
+    engine.demos.policy = DemoPolicy(cooldown_s=0)
+    a = engine.demos.request_demo(user("Ann"), CH, SMALL)
+    b = engine.demos.request_demo(user("Bob"), CH, SMALL)
+    c = engine.demos.request_demo(user("Cy", "other"), ChannelRef("discord", "other", "x"), SMALL)
+    first = engine.demos.claim_demo("w1", "local")
     assert first is not None and first.id == a.job_id and first.state == "running"
-    nxt = engine.claim_demo("w2", "local")
+    nxt = engine.demos.claim_demo("w2", "local")
     assert nxt is not None and nxt.id == c.job_id  # guild is busy: the other community's job runs
-    assert engine.claim_demo("w3", "local") is None  # Bob waits for Ann's to end
-    engine.demo_finished(a.job_id, {"results": []}, None)
-    third = engine.claim_demo("w3", "local")
+    assert engine.demos.claim_demo("w3", "local") is None  # Bob waits for Ann's to end
+    engine.demos.demo_finished(a.job_id, {"results": []}, None)
+    third = engine.demos.claim_demo("w3", "local")
     assert third is not None and third.id == b.job_id
 
 
 def test_a_restart_fails_running_demos_and_says_so_in_their_channel(engine: StudyEngine, tmp_path: Path) -> None:
-    queued = engine.request_demo(user("Ann"), CH, SMALL)
-    engine.demo_message(queued.job_id, "msg-1")
-    assert engine.claim_demo("old-process", "local") is not None  # then the process died
+    queued = engine.demos.request_demo(user("Ann"), CH, SMALL)
+    engine.demos.demo_message(queued.job_id, "msg-1")
+    assert engine.demos.claim_demo("old-process", "local") is not None  # then the process died
     runner = DemoJobRunner(engine, LocalBackend(), tmp_path)
     asyncio.run(runner.start())
     [(channel, card)] = posted(engine)
     assert channel == CH and isinstance(card, DemoFailedCard) and card.message_ref == "msg-1"
     assert "the bot restarted" in card.text
-    [job] = engine.demo_jobs()
+    [job] = engine.demos.demo_jobs()
     assert job.state == "failed" and "restarted" in (job.error or "")
 
 
@@ -128,7 +128,7 @@ def sqlite_engine(sqlite_url: str, test_bank: Bank, clock: FakeClock) -> Iterato
 
 
 def test_a_local_demo_reports_each_strategy_then_posts_its_result(sqlite_engine: StudyEngine, tmp_path: Path) -> None:
-    queued = sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+    queued = sqlite_engine.demos.request_demo(user("Ann"), CH, SMALL)
     shown: list[DemoProgressCard] = []
 
     async def show(card: DemoProgressCard) -> None:
@@ -147,7 +147,7 @@ def test_a_local_demo_reports_each_strategy_then_posts_its_result(sqlite_engine:
         f"demo-{queued.job_id}.png",
         f"demo-{queued.job_id}-memory.png",
     ]
-    assert sqlite_engine.demo_jobs()[0].state == "done"
+    assert sqlite_engine.demos.demo_jobs()[0].state == "done"
 
 
 def test_a_demo_that_overruns_its_limit_is_killed_and_reported(sqlite_engine: StudyEngine, tmp_path: Path) -> None:
@@ -158,13 +158,13 @@ def test_a_demo_that_overruns_its_limit_is_killed_and_reported(sqlite_engine: St
         f'#!/usr/bin/env bash\necho $$ > {pid_file}\necho \'{{"event": "start", "total": 2}}\'\nexec sleep 600\n'
     )
     hanger.chmod(0o755)
-    sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+    sqlite_engine.demos.request_demo(user("Ann"), CH, SMALL)
     asyncio.run(run_one(DemoJobRunner(sqlite_engine, LocalBackend(timeout_s=1, python=str(hanger)), tmp_path)))
     [(_, card)] = posted(sqlite_engine)
     assert isinstance(card, DemoFailedCard) and card.text == "The demo did not finish within 1 s and was stopped."
     with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
         os.kill(int(pid_file.read_text()), 0)
-    [job] = sqlite_engine.demo_jobs()
+    [job] = sqlite_engine.demos.demo_jobs()
     assert job.state == "failed" and job.error == card.text
 
 
@@ -178,13 +178,13 @@ def test_a_demo_process_that_crashes_gives_one_sentence(sqlite_engine: StudyEngi
         "kill -9 $$\n"
     )
     crasher.chmod(0o755)
-    sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+    sqlite_engine.demos.request_demo(user("Ann"), CH, SMALL)
     asyncio.run(run_one(DemoJobRunner(sqlite_engine, LocalBackend(python=str(crasher)), tmp_path)))
     [(_, card)] = posted(sqlite_engine)
     assert isinstance(card, DemoFailedCard)
     assert card.text == "The demo refused or failed: RuntimeError: the GPU fell off the bus"  # no USDT noise
     # the bot goes on: the next member's demo runs
-    sqlite_engine.request_demo(user("Bob"), CH, SMALL)
+    sqlite_engine.demos.request_demo(user("Bob"), CH, SMALL)
     asyncio.run(run_one(DemoJobRunner(sqlite_engine, LocalBackend(timeout_s=300), tmp_path)))
     [(_, result)] = posted(sqlite_engine)
     assert isinstance(result, DemoResultCard)
@@ -209,7 +209,7 @@ def test_a_celery_worker_runs_the_demo_and_reports_progress(
 ) -> None:
     worker = start_worker(redis_server.url, tmp_path)
     try:
-        sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+        sqlite_engine.demos.request_demo(user("Ann"), CH, SMALL)
         shown: list[DemoProgressCard] = []
 
         async def show(card: DemoProgressCard) -> None:
@@ -226,7 +226,7 @@ def test_a_celery_worker_runs_the_demo_and_reports_progress(
     # every chart came back, the memory timeline first (its path is the job's chart)
     assert [c.kind for c in card.pictures()] == ["timeline", "memory"] and card.pictures()[0].path == card.chart
     assert all(Path(c.path).read_bytes()[:4] == b"\x89PNG" for c in card.pictures())
-    assert sqlite_engine.demo_jobs()[0].backend == "celery"
+    assert sqlite_engine.demos.demo_jobs()[0].backend == "celery"
 
 
 def test_a_worker_killed_mid_demo_gives_a_clear_failure(
@@ -234,7 +234,7 @@ def test_a_worker_killed_mid_demo_gives_a_clear_failure(
 ) -> None:
     # about 8 s of work by the demo's estimate: inside the 10.5 s budget a 14 s limit gives it
     worker = start_worker(redis_server.url, tmp_path, timeout_s=14)
-    sqlite_engine.request_demo(
+    sqlite_engine.demos.request_demo(
         user("Ann"), CH, "checkpoint layers=16 tokens=2048 width=128 repeat=1 strategies=none,block"
     )
     backend = CeleryBackend(redis_server.url, "demos", timeout_s=14, grace_s=2)
@@ -254,7 +254,7 @@ def test_a_worker_killed_mid_demo_gives_a_clear_failure(
     [(_, card)] = posted(sqlite_engine)
     assert isinstance(card, DemoFailedCard)
     assert "the worker running it stopped answering" in card.text
-    assert sqlite_engine.demo_jobs()[0].state == "failed"
+    assert sqlite_engine.demos.demo_jobs()[0].state == "failed"
 
 
 def test_redis_down_keeps_quizzes_working_and_demos_return_with_it(
@@ -263,20 +263,20 @@ def test_redis_down_keeps_quizzes_working_and_demos_return_with_it(
     backend = CeleryBackend(redis_server.url, "demos", timeout_s=120)
     redis_server.stop()
     runner = DemoJobRunner(sqlite_engine, backend, tmp_path)
-    sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+    sqlite_engine.demos.request_demo(user("Ann"), CH, SMALL)
     asyncio.run(run_one(runner))
     assert runner.unavailable_reason == "Demos are unavailable right now: the demo queue (Redis) cannot be reached."
     [(_, card)] = posted(sqlite_engine)
     assert isinstance(card, DemoFailedCard) and card.text == runner.unavailable_reason
     # everything else works without Redis
-    quiz = sqlite_engine.quiz(user("Ann"), CH)
+    quiz = sqlite_engine.practice.quiz(user("Ann"), CH)
     assert quiz.kind == "practice"
     # Redis comes back: the same runner, no restart, runs the next demo
     redis_server.start()
     worker = start_worker(redis_server.url, tmp_path)
     try:
-        sqlite_engine.demos = DemoPolicy(cooldown_s=0)
-        sqlite_engine.request_demo(user("Ann"), CH, SMALL)
+        sqlite_engine.demos.policy = DemoPolicy(cooldown_s=0)
+        sqlite_engine.demos.request_demo(user("Ann"), CH, SMALL)
         asyncio.run(run_one(runner))
     finally:
         kill_group(worker)
@@ -324,7 +324,7 @@ def test_workers_claiming_at_once_take_each_job_exactly_once(db_url: str, test_b
     setup_db = Database(db_url)
     setup = StudyEngine(SqlStore(setup_db), test_bank, clock=clock)
     queued = [
-        setup.request_demo(user("Ann", f"c{n}"), ChannelRef("discord", f"c{n}", "demos"), SMALL).job_id
+        setup.demos.request_demo(user("Ann", f"c{n}"), ChannelRef("discord", f"c{n}", "demos"), SMALL).job_id
         for n in range(jobs)
     ]
     databases = [Database(db_url) for _ in range(workers)]
@@ -334,7 +334,7 @@ def test_workers_claiming_at_once_take_each_job_exactly_once(db_url: str, test_b
 
     def claim_all(n: int) -> None:
         start.wait(timeout=30)
-        while (job := engines[n].claim_demo(f"w{n}", "local")) is not None:
+        while (job := engines[n].demos.claim_demo(f"w{n}", "local")) is not None:
             claimed[n].append(job.id)
 
     try:
@@ -342,7 +342,7 @@ def test_workers_claiming_at_once_take_each_job_exactly_once(db_url: str, test_b
             for future in [pool.submit(claim_all, n) for n in range(workers)]:
                 future.result(timeout=120)
         assert sorted(job_id for mine in claimed for job_id in mine) == sorted(queued)
-        assert {job.id: job.state for job in setup.demo_jobs()} == {job_id: "running" for job_id in queued}
+        assert {job.id: job.state for job in setup.demos.demo_jobs()} == {job_id: "running" for job_id in queued}
     finally:
         for db in [setup_db, *databases]:
             db.dispose()
@@ -354,20 +354,20 @@ def test_workers_claiming_at_once_run_one_demo_per_community(db_url: str, test_b
     setup_db = Database(db_url)
     setup = StudyEngine(SqlStore(setup_db), test_bank, clock=clock, demos=DemoPolicy(cooldown_s=0, max_waiting=50))
     for n in range(workers * 2):
-        setup.request_demo(user(f"Member{n}"), CH, SMALL)
+        setup.demos.request_demo(user(f"Member{n}"), CH, SMALL)
     databases = [Database(db_url) for _ in range(workers)]
     engines = [StudyEngine(SqlStore(db), test_bank, clock=clock) for db in databases]
     start = threading.Barrier(workers)
 
     def claim(n: int) -> int | None:
         start.wait(timeout=30)
-        job = engines[n].claim_demo(f"w{n}", "local")
+        job = engines[n].demos.claim_demo(f"w{n}", "local")
         return None if job is None else job.id
 
     try:
         with ThreadPoolExecutor(workers) as pool:
             claimed = [job_id for job_id in pool.map(claim, range(workers), timeout=120) if job_id is not None]
-        running = [job.id for job in setup.demo_jobs() if job.state == "running"]
+        running = [job.id for job in setup.demos.demo_jobs() if job.state == "running"]
         assert len(claimed) == 1 and running == claimed
     finally:
         for db in [setup_db, *databases]:

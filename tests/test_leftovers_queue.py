@@ -30,7 +30,7 @@ async def test_discord_decided_items_keep_no_live_button(world: World) -> None: 
         numbers = []
         for level in ("1", "2"):
             form = SuggestionForm("fundamentals", level, f"({level}) {PROMPT}", CHOICES, WHYS, "A", TRAP, refs=(REF,))
-            received = await running.runtime.call(running.engine.suggest, alice, where, form)
+            received = await running.runtime.call(running.engine.practice.suggest, alice, where, form)
             assert isinstance(received, SuggestionReceived)
             numbers.append(received.suggestion_id)
         queue = await world.slash("config", ADMIN, admin=True, setting="suggestions")
@@ -61,7 +61,7 @@ def queue_replies(slack: Slack, url: str) -> list[dict[str, Any]]:  # noqa: F811
 async def test_slack_queue_message_is_redrawn_after_each_decision(slack: Slack) -> None:  # noqa: F811
     author = UserRef("slack", "T1", "U1", "u1")
     numbers = [
-        slack.engine.suggest(author, ChannelRef("slack", "T1", "C1"), good_form()).suggestion_id  # type: ignore[union-attr]
+        slack.engine.practice.suggest(author, ChannelRef("slack", "T1", "C1"), good_form()).suggestion_id  # type: ignore[union-attr]
         for _ in "ab"
     ]
     await slack.command(CONFIG_COMMAND, "suggestions", user="UALLOWED")

@@ -9,31 +9,31 @@ from tests.test_discord import ADMIN, World, world  # noqa: F401  (the fixture)
 
 
 def paused(engine: StudyEngine, community: CommunityRef) -> bool:
-    return next(config.paused for ref, config in engine.communities() if ref == community)
+    return next(config.paused for ref, config in engine.admin.communities() if ref == community)
 
 
 def test_removal_pauses_and_the_return_resumes_only_what_it_paused(engine: StudyEngine) -> None:
     running = CommunityRef("discord", "1001")
-    engine.configure(running, "channel", "2001")
-    engine.bot_removed(running)
+    engine.admin.configure(running, "channel", "2001")
+    engine.admin.bot_removed(running)
     assert paused(engine, running)
-    engine.bot_removed(running)  # the same removal seen twice changes nothing
-    assert engine.bot_returned(running).changed == "paused"
+    engine.admin.bot_removed(running)  # the same removal seen twice changes nothing
+    assert engine.admin.bot_returned(running).changed == "paused"
     assert not paused(engine, running)
 
     held = CommunityRef("discord", "1002")
-    engine.configure(held, "pause")
-    engine.bot_removed(held)
-    card = engine.bot_returned(held)
+    engine.admin.configure(held, "pause")
+    engine.admin.bot_removed(held)
+    card = engine.admin.bot_returned(held)
     assert paused(engine, held) and card.changed is None
     # once back, a later removal of a community running again is remembered afresh
-    engine.configure(held, "resume")
-    engine.bot_removed(held)
-    engine.bot_returned(held)
+    engine.admin.configure(held, "resume")
+    engine.admin.bot_removed(held)
+    engine.admin.bot_returned(held)
     assert not paused(engine, held)
 
     new = CommunityRef("discord", "1003")  # a first invitation: a community that runs
-    engine.bot_returned(new)
+    engine.admin.bot_returned(new)
     assert not paused(engine, new)
 
 

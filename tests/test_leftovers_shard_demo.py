@@ -50,21 +50,21 @@ async def test_the_shard_holding_the_guild_runs_its_demo_and_edits_its_message(
         # a /demo of guild one, queued (as shard 1 queues it) with its announcement message
         member = UserRef("discord", one["id"], ALICE["id"], "alice")
         small = "checkpoint layers=2 tokens=64 width=16 repeat=1 strategies=none,block"
-        queued = zero_process.engine.request_demo(member, ChannelRef("discord", one["id"], channel), small)
+        queued = zero_process.engine.demos.request_demo(member, ChannelRef("discord", one["id"], channel), small)
         announced = fake.bot_message(channel, [])
-        zero_process.engine.demo_message(queued.job_id, announced["id"])
+        zero_process.engine.demos.demo_message(queued.job_id, announced["id"])
 
         # shard 0 is awake and idle, but guild one is not its own: it leaves the job queued
         runner_zero = zero_process.runtime.demo_runner
         assert runner_zero is not None
         runner_zero.wake()
         assert await runner_zero._claim_and_start(set()) is False
-        assert zero_process.engine.demo_jobs()[0].state == "queued"
+        assert zero_process.engine.demos.demo_jobs()[0].state == "queued"
 
         one_process = await world.start(shard[1], demos=tmp_path / "one")  # the guild's own shard
         runner_one = one_process.runtime.demo_runner
         assert runner_one is not None
-        await fake.wait_for(lambda: zero_process.engine.demo_jobs()[0].state == "done", timeout=120)
+        await fake.wait_for(lambda: zero_process.engine.demos.demo_jobs()[0].state == "done", timeout=120)
         assert worker_of(world.settings.database_url, queued.job_id) == runner_one.name
         shown = fake.messages[announced["id"]]  # edited in place by shard 1 as strategies finished
         assert any("1 of 2 measured" in (edit.get("content") or "") for edit in shown["_edits"])
@@ -81,11 +81,11 @@ async def test_a_shard_restart_fails_only_its_own_running_demos(engine: StudyEng
     zero, one = guild_id_for_shard(0, 2), guild_id_for_shard(1, 2)
     for guild in (zero, one):  # a demo running in each shard's guild
         member = UserRef("discord", guild, "1001", "alice")
-        engine.request_demo(member, ChannelRef("discord", guild, "2002"), "checkpoint layers=2")
-        assert engine.claim_demo(f"process-of-{guild}", "local") is not None
+        engine.demos.request_demo(member, ChannelRef("discord", guild, "2002"), "checkpoint layers=2")
+        assert engine.demos.claim_demo(f"process-of-{guild}", "local") is not None
     accepts = shard_filter(2, (0,))
     runner = DemoJobRunner(
         engine, LocalBackend(), tmp_path, serves=lambda ref: ref.platform == "discord" and accepts(ref.community_id)
     )
     await runner.start()  # shard 0 starting again: its own running demo failed, shard 1's left running
-    assert {job.community: job.state for job in engine.demo_jobs()} == {zero: "failed", one: "running"}
+    assert {job.community: job.state for job in engine.demos.demo_jobs()} == {zero: "failed", one: "running"}

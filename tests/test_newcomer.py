@@ -48,7 +48,7 @@ def test_the_newcomers_path_from_the_readme_to_a_first_answer(tmp_path: Path) ->
     test_steps = make_dry_run("test", fresh)
     assert any(line.endswith("pip install -e '.[demo,dev]'") for line in test_steps)
     # 3. a fresh SQLite console, as `studybot console`: /help, /daily, an answer
-    done = run_studybot(tmp_path, ["console"], stdin="/help\n/daily\ndaily a\n")
+    done = run_studybot(tmp_path, ["console"], stdin="/help\n/daily\ndaily a\n", process=True)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     out = done.stdout

@@ -19,11 +19,11 @@ from bot.core import choices as codec
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.values import AnswerFeedback, ChannelRef, CommunityRef, QuestionCard, RevealCard, UserRef
-from bot.store.database import Database, upgrade
+from bot.store.database import Database
 from bot.store.repository import SqlStore
 from bot.web.app import WebServer, build_app
 from bot.web.links import WebLinks
-from tests.conftest import FakeClock, run_studybot
+from tests.conftest import FakeClock, migrated_sqlite, run_studybot
 from tests.test_anki import open_package
 
 
@@ -44,8 +44,7 @@ async def test_a_choice_has_one_letter_in_feedback_reveal_web_page_export_and_an
 ) -> None:
     # A known shuffle: shown position i is the bank's choice n-1-i.
     monkeypatch.setattr(codec, "draw_order", lambda count, rng=None: tuple(reversed(range(count))))
-    url = f"sqlite:///{tmp_path / 'cli.db'}"  # the file `studybot export` reads below
-    upgrade(url)
+    url = migrated_sqlite(tmp_path / "cli.db")  # the file `studybot export` reads below
     database = Database(url)
     links = WebLinks("http://127.0.0.1", "a web secret for tests", 3600)
     engine = StudyEngine(SqlStore(database), test_bank, clock=clock, links=links)
@@ -56,8 +55,8 @@ async def test_a_choice_has_one_letter_in_feedback_reveal_web_page_export_and_an
         community = CommunityRef("console", "club")
         channel = ChannelRef("console", "club", "general")
         ann = UserRef("console", "club", "ann", "Ann")
-        engine.configure(community, "channel", "general")
-        card = engine.open_daily(channel)
+        engine.admin.configure(community, "channel", "general")
+        card = engine.rounds.open_daily(channel)
         assert isinstance(card, QuestionCard)
         question = test_bank.get(card.question_id)
         assert question is not None
@@ -71,11 +70,11 @@ async def test_a_choice_has_one_letter_in_feedback_reveal_web_page_export_and_an
         pressed_letter, key_letter = string.ascii_uppercase[pressed], string.ascii_uppercase[key_shown]
         assert pressed_letter != string.ascii_uppercase[pressed_file] or key_letter != string.ascii_uppercase[key_file]
 
-        feedback = engine.answer(ann, card.round_id, pressed)
+        feedback = engine.rounds.answer(ann, card.round_id, pressed)
         assert isinstance(feedback, AnswerFeedback) and not feedback.correct
         assert (feedback.chosen, feedback.answer) == (pressed_letter, key_letter)
 
-        reveal = engine.close_open_in(channel)
+        reveal = engine.rounds.close_open_in(channel)
         assert isinstance(reveal, RevealCard) and reveal.answer == key_letter
         by_letter = {c.letter: c.text for c in reveal.choices}
         assert by_letter[pressed_letter] == question.choices[pressed_file].text

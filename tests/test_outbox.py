@@ -48,7 +48,7 @@ class Recorder:
 def open_round(engine: StudyEngine, channel: ChannelRef = CH) -> QuestionCard:
     """Open a daily round; the card as the channel gets it (the admin's note is told only to
     whoever opened the round, never posted)."""
-    card = engine.open_daily(channel)
+    card = engine.rounds.open_daily(channel)
     assert isinstance(card, QuestionCard)
     return replace(card, admin_note=None)
 
@@ -75,7 +75,7 @@ def test_a_sender_that_fails_twice_then_succeeds_posts_once(engine: StudyEngine,
     clock.advance(days=1)
     assert deliverer.deliver_due(send) == 0  # and never again
     assert len(send.calls) == 3
-    assert engine.undelivered() == []  # a post that got through is nothing to report
+    assert engine.outbox.undelivered() == []  # a post that got through is nothing to report
 
 
 def test_a_retry_waits_for_its_backoff(engine: StudyEngine, clock: FakeClock) -> None:
@@ -90,7 +90,7 @@ def test_a_retry_waits_for_its_backoff(engine: StudyEngine, clock: FakeClock) ->
     clock.now += wait / 2
     assert deliverer.deliver_due(send) == 0  # halfway: still not due
     assert len(send.calls) == 1
-    waiting = engine.undelivered(COMMUNITY)  # admins see the pending retry meanwhile
+    waiting = engine.outbox.undelivered(COMMUNITY)  # admins see the pending retry meanwhile
     assert len(waiting) == 1 and "next try" in waiting[0] and "503" in waiting[0]
 
     clock.now += wait / 2
@@ -133,13 +133,13 @@ def test_a_sender_that_always_fails_is_given_up_after_the_limit(engine: StudyEng
     assert deliverer.deliver_due(send) == 0
     assert len(send.calls) == limit  # given up: no further tries
 
-    alerts = engine.undelivered()
+    alerts = engine.outbox.undelivered()
     assert len(alerts) == 1
     assert f"daily round #{card.round_id}" in alerts[0]
     assert "gave up" in alerts[0] and f"{limit} tries" in alerts[0] and "500 Internal Server Error" in alerts[0]
-    assert engine.undelivered(COMMUNITY) == alerts
-    assert engine.config(COMMUNITY).alerts == tuple(alerts)
-    assert engine.undelivered(CommunityRef(PLATFORM, "elsewhere")) == []
+    assert engine.outbox.undelivered(COMMUNITY) == alerts
+    assert engine.admin.config(COMMUNITY).alerts == tuple(alerts)
+    assert engine.outbox.undelivered(CommunityRef(PLATFORM, "elsewhere")) == []
 
 
 def test_a_permanent_failure_is_given_up_at_once(engine: StudyEngine, clock: FakeClock) -> None:
@@ -150,7 +150,7 @@ def test_a_permanent_failure_is_given_up_at_once(engine: StudyEngine, clock: Fak
     clock.advance(days=1)
     assert deliverer.deliver_due(send) == 0
     assert len(send.calls) == 1
-    (alert,) = engine.config(COMMUNITY).alerts
+    (alert,) = engine.admin.config(COMMUNITY).alerts
     assert f"daily round #{card.round_id}" in alert and "1 try" in alert and "Unknown Channel" in alert
 
 
@@ -174,7 +174,7 @@ def test_a_row_held_by_a_dead_deliverer_waits_for_its_lease(
     db_url: str, engine: StudyEngine, test_bank: Bank, clock: FakeClock
 ) -> None:
     card = open_round(engine)
-    claimed = engine.due_posts(PLATFORM, "dead-worker")  # claimed, then the worker died
+    claimed = engine.outbox.due_posts(PLATFORM, "dead-worker")  # claimed, then the worker died
     assert [d.card for d in claimed] == [card]
 
     database, other = restarted(db_url, test_bank, clock)
@@ -259,7 +259,7 @@ def test_the_question_ref_from_send_reaches_the_reveal(engine: StudyEngine) -> N
     assert deliverer.deliver_due(send) == 1
     question_ref = "ref-QuestionCard-1"
 
-    reveal = engine.close_round(card.round_id)
+    reveal = engine.rounds.close_round(card.round_id)
     assert isinstance(reveal, RevealCard)
     assert reveal.question_ref == question_ref
 
@@ -283,7 +283,7 @@ async def test_deliver_due_async_posts_through_the_bridge(engine: StudyEngine) -
         assert await deliverer.deliver_due_async(send, bridge.run) == 1
         assert sent == [(CH, card)]
         assert await deliverer.deliver_due_async(send, bridge.run) == 0
-        reveal = await bridge.run(engine.close_round, card.round_id)
+        reveal = await bridge.run(engine.rounds.close_round, card.round_id)
         assert isinstance(reveal, RevealCard) and reveal.question_ref == "discord-message-1234"
     finally:
         bridge.close()
@@ -314,10 +314,10 @@ async def test_deliver_due_async_records_failures(engine: StudyEngine, clock: Fa
 
 
 def test_a_weekly_board_is_queued_to_the_community_channel(engine: StudyEngine) -> None:
-    engine.config(COMMUNITY, "channel", "general")
-    board = engine.weekly_post(COMMUNITY, "2026-W48")
+    engine.admin.config(COMMUNITY, "channel", "general")
+    board = engine.boards.weekly_post(COMMUNITY, "2026-W48")
     assert board is not None
-    assert engine.weekly_post(COMMUNITY, "2026-W48") is None  # claimed once
+    assert engine.boards.weekly_post(COMMUNITY, "2026-W48") is None  # claimed once
     channels: list[ChannelRef] = []
 
     def send(channel: ChannelRef, card: Posted) -> str:

@@ -65,11 +65,11 @@ def setup_community(
     window_hours: int = 12,
 ) -> CommunityRef:
     ref = CommunityRef("console", name)
-    engine.config(ref, "timezone", tz)
-    engine.config(ref, "daily_time", daily_time)
-    engine.config(ref, "window_hours", str(window_hours))
+    engine.admin.config(ref, "timezone", tz)
+    engine.admin.config(ref, "daily_time", daily_time)
+    engine.admin.config(ref, "window_hours", str(window_hours))
     if channel is not None:
-        engine.config(ref, "channel", channel)
+        engine.admin.config(ref, "channel", channel)
     return ref
 
 
@@ -196,7 +196,7 @@ def test_a_week_of_days_across_dst(
             first = wall.questions()[0][1]
             right = test_bank.get(first.question_id)
             assert right is not None
-            engine.answer(ann, first.round_id, first.choices.index(right.choices[right.answer_index].text))
+            engine.rounds.answer(ann, first.round_id, first.choices.index(right.choices[right.answer_index].text))
             answered = True
 
     questions = wall.questions()
@@ -257,7 +257,7 @@ def test_restart_before_during_and_after_the_daily_time(
     assert card.late is late
     assert at == (restart if posted_at_restart else utc(2026, 11, 24, 8, 0))
     clock.set(restart)
-    assert engine.open_daily(ChannelRef("console", "club", "study")).__class__.__name__ == "AlreadyOpen"
+    assert engine.rounds.open_daily(ChannelRef("console", "club", "study")).__class__.__name__ == "AlreadyOpen"
 
 
 def test_restart_after_the_round_was_posted_posts_nothing(engine: StudyEngine, clock: FakeClock) -> None:
@@ -383,7 +383,7 @@ def test_pausing_stops_rounds_and_boards_and_resuming_brings_them_back(
     clock.set(utc(2026, 11, 17, 6, 0))  # Tuesday
     ref = setup_community(engine, "club", "Europe/Berlin")
     run_until(clock, [scheduler], utc(2026, 11, 17, 12, 0))  # Tuesday's round posted
-    engine.config(ref, "paused", "on")
+    engine.admin.config(ref, "paused", "on")
     scheduler.rebuild()
     runs = scheduler.next_runs(ref)
     assert runs is not None and runs.daily is None and runs.leaderboard is None
@@ -392,7 +392,7 @@ def test_pausing_stops_rounds_and_boards_and_resuming_brings_them_back(
     assert len(wall.questions()) == 1 and len(wall.reveals()) == 1 and wall.boards() == []
 
     clock.set(utc(2026, 11, 24, 6, 0))  # Tuesday 07:00: resume before the daily time
-    engine.config(ref, "paused", "off")
+    engine.admin.config(ref, "paused", "off")
     assert scheduler.rebuild() == []
     run_until(clock, [scheduler], utc(2026, 11, 24, 12, 0))
     assert [at for at, _ in wall.questions()] == [utc(2026, 11, 17, 8, 0), utc(2026, 11, 24, 8, 0)]
@@ -407,11 +407,11 @@ def test_resuming_after_the_daily_time_posts_today_late_only(
 ) -> None:
     clock.set(utc(2026, 11, 17, 6, 0))
     ref = setup_community(engine, "club", "Europe/Berlin")
-    engine.config(ref, "paused", "on")
+    engine.admin.config(ref, "paused", "on")
     scheduler.catch_up()
     run_until(clock, [scheduler], utc(2026, 11, 20, 14, 0))
     assert wall.posts == []
-    engine.config(ref, "paused", "off")
+    engine.admin.config(ref, "paused", "off")
     posted = scheduler.rebuild()
     assert [type(card).__name__ for card in posted] == ["QuestionCard"] and wall.questions()[0][1].late
 
@@ -426,7 +426,7 @@ def test_a_community_without_a_channel_gets_no_round(
     ref = setup_community(engine, "club", "UTC", channel=None)
     run_until(clock, [scheduler], utc(2026, 11, 26, 0, 0))
     assert wall.posts == []
-    engine.config(ref, "channel", "general")
+    engine.admin.config(ref, "channel", "general")
     scheduler.rebuild(ref)  # Wednesday 00:00: today's 09:00 has not come yet
     run_until(clock, [scheduler], utc(2026, 11, 26, 10, 0))
     assert [(at, channel.channel_id) for at, channel, _ in wall.posts] == [(utc(2026, 11, 26, 9, 0), "general")]
@@ -467,7 +467,7 @@ def test_changing_the_time_zone_mid_week(
     clock.set(utc(2026, 11, 23, 0, 0))
     ref = setup_community(engine, "club", first_tz)
     run_until(clock, [scheduler], change_at)
-    engine.config(ref, "timezone", second_tz)
+    engine.admin.config(ref, "timezone", second_tz)
     assert scheduler.rebuild() == []  # that local day already has its round
     run_until(clock, [scheduler], utc(2026, 11, 29, 23, 0))
     questions = wall.questions()
@@ -484,7 +484,7 @@ def test_changing_the_daily_time_to_later_today_posts_at_the_new_time(
 ) -> None:
     clock.set(utc(2026, 11, 24, 7, 0))
     ref = setup_community(engine, "club", "UTC")
-    engine.config(ref, "daily_time", "18:30")
+    engine.admin.config(ref, "daily_time", "18:30")
     scheduler.rebuild(ref)
     run_until(clock, [scheduler], utc(2026, 11, 24, 23, 0))
     assert [at for at, _ in wall.questions()] == [utc(2026, 11, 24, 18, 30)]
@@ -507,7 +507,7 @@ def test_apscheduler_jobs_are_armed_at_the_planned_moments_and_rebuilt(
         assert jobs[job_name("daily", ref)] == utc(2026, 11, 24, 8, 0)
         assert jobs[job_name("leaderboard", ref)] == utc(2026, 11, 30, 8, 0)
         assert job_name("reveal", ref) not in jobs  # no round open
-        engine.config(ref, "daily_time", "10:15")
+        engine.admin.config(ref, "daily_time", "10:15")
         scheduler.rebuild(ref)
         assert scheduler.armed_jobs()[job_name("daily", ref)] == utc(2026, 11, 24, 9, 15)
 
@@ -518,7 +518,7 @@ def test_apscheduler_jobs_are_armed_at_the_planned_moments_and_rebuilt(
         assert jobs[job_name("daily", ref)] == utc(2026, 11, 25, 9, 15)
         assert jobs[job_name("reveal", ref)] == utc(2026, 11, 24, 21, 15)
 
-        engine.config(ref, "paused", "on")
+        engine.admin.config(ref, "paused", "on")
         scheduler.rebuild(ref)
         jobs = scheduler.armed_jobs()
         assert job_name("daily", ref) not in jobs and job_name("leaderboard", ref) not in jobs
@@ -539,8 +539,8 @@ def test_refresh_notices_changes_made_by_another_process(
     try:
         assert scheduler.armed_jobs()[job_name("daily", ref)] == utc(2026, 11, 24, 9, 0)
         clock.set(utc(2026, 11, 24, 8, 0))
-        engine.config(ref, "daily_time", "07:00")  # as if changed by another process
-        engine.open_daily(ChannelRef("console", "other", "x"))  # a new community appears
+        engine.admin.config(ref, "daily_time", "07:00")  # as if changed by another process
+        engine.rounds.open_daily(ChannelRef("console", "other", "x"))  # a new community appears
         scheduler.refresh()
         jobs = scheduler.armed_jobs()
         assert jobs[job_name("daily", ref)] == utc(2026, 11, 25, 7, 0)
@@ -598,7 +598,7 @@ def test_a_failing_post_is_claimed_once_and_waits_for_its_retry(
     scheduler.tick()
     scheduler.tick()
     assert len(calls) == 1 and isinstance(calls[0], QuestionCard)  # claimed once, tried once so far
-    [alert] = engine.undelivered()
+    [alert] = engine.outbox.undelivered()
     assert "daily round #1" in alert and "platform down" in alert and "next try" in alert
 
 
@@ -611,7 +611,7 @@ def test_a_job_that_failed_is_retried_by_the_refresh(
 ) -> None:
     clock.set(utc(2026, 11, 24, 9, 0))
     setup_community(engine, "club", "UTC")
-    real_open = engine.open_daily
+    real_open = engine.rounds.open_daily
     failures = iter([StoreUnavailable("The database is busy")])
 
     def busy_once(channel: ChannelRef, late: bool = False) -> object:
@@ -620,7 +620,7 @@ def test_a_job_that_failed_is_retried_by_the_refresh(
             raise failure
         return real_open(channel, late=late)
 
-    monkeypatch.setattr(engine, "open_daily", busy_once)
+    monkeypatch.setattr(engine.rounds, "open_daily", busy_once)
     assert scheduler.tick() == []  # the database was busy at 09:00
     clock.set(utc(2026, 11, 24, 9, 1))
     scheduler.refresh()  # a minute later
@@ -669,7 +669,7 @@ def test_the_wake_job_apscheduler_removed_already_is_re_armed_and_not_removed_ag
         aps.remove_job(WAKE_JOB)  # handed out, and a rebuild comes before its run
         scheduler.rebuild(ref)
         assert aps.get_job(WAKE_JOB).next_run_time == utc(2026, 11, 25, 9, 0)
-        engine.config(ref, "paused", "on")
+        engine.admin.config(ref, "paused", "on")
         scheduler.rebuild(ref)  # nothing planned: the wake job goes...
         scheduler.rebuild(ref)  # ...once; no job to remove the second time
         assert aps.get_job(WAKE_JOB) is None and scheduler.armed_jobs() == {}
@@ -747,10 +747,10 @@ def one_round_each(wall: Wall, refs: list[CommunityRef]) -> dict[str, QuestionCa
 def test_many_communities_due_at_once_get_one_round_each_in_batches(
     engine: StudyEngine, wall: Wall, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("bot.schedule.DAILY_BATCH", 4)  # 11 communities: batches of 4, 4 and 3
+    monkeypatch.setattr("bot.schedule.claims.DAILY_BATCH", 4)  # 11 communities: batches of 4, 4 and 3
     clock.set(utc(2026, 11, 24, 8, 0))
     refs = many_communities(engine, 11)
-    by_hand = engine.open_daily(ChannelRef("console", "club03", "study"))  # opened before the time
+    by_hand = engine.rounds.open_daily(ChannelRef("console", "club03", "study"))  # opened before the time
     assert isinstance(by_hand, QuestionCard)
     scheduler = StudyScheduler(engine, clock=clock)
     clock.set(utc(2026, 11, 24, 9, 0))
@@ -773,7 +773,7 @@ def test_two_channels_of_one_community_in_one_batch_get_one_round_that_day(engin
     # A community has one daily round a day, whatever channel asks (issue 28: moving the
     # channel used to open a second one the same day).
     setup_community(engine, "club", "UTC")
-    first, second, again = engine.open_dailies(
+    first, second, again = engine.dailies.open_dailies(
         [
             (ChannelRef("console", "club", "study"), False),
             (ChannelRef("console", "club", "other"), True),
@@ -783,7 +783,7 @@ def test_two_channels_of_one_community_in_one_batch_get_one_round_that_day(engin
     assert isinstance(first, QuestionCard) and not first.late
     assert type(second).__name__ == "AlreadyOpen" and second.round_id == first.round_id
     assert type(again).__name__ == "AlreadyOpen" and again.round_id == first.round_id
-    [repeat] = engine.open_dailies([(ChannelRef("console", "club", "other"), False)])
+    [repeat] = engine.dailies.open_dailies([(ChannelRef("console", "club", "other"), False)])
     assert type(repeat).__name__ == "AlreadyOpen" and repeat.round_id == first.round_id
 
 
@@ -834,7 +834,7 @@ def test_a_batch_that_fails_opens_each_round_on_its_own_and_one_bad_community_wa
 ) -> None:
     clock.set(utc(2026, 11, 24, 9, 0))
     refs = many_communities(engine, 3)
-    real_open = engine.open_daily
+    real_open = engine.rounds.open_daily
     broken = {"club01"}
 
     def batch_fails(_wanted: object) -> object:
@@ -845,8 +845,8 @@ def test_a_batch_that_fails_opens_each_round_on_its_own_and_one_bad_community_wa
             raise RuntimeError("a bug in one community's settings")
         return real_open(channel, late=late)
 
-    monkeypatch.setattr(engine, "open_dailies", batch_fails)
-    monkeypatch.setattr(engine, "open_daily", open_one)
+    monkeypatch.setattr(engine.dailies, "open_dailies", batch_fails)
+    monkeypatch.setattr(engine.rounds, "open_daily", open_one)
     scheduler.tick()
     assert sorted(channel.community_id for _, channel, _ in wall.posts) == ["club00", "club02"]
     broken.clear()
@@ -865,7 +865,7 @@ def test_a_busy_database_during_a_batch_leaves_its_rounds_to_the_refresh(
 ) -> None:
     clock.set(utc(2026, 11, 24, 9, 0))
     refs = many_communities(engine, 3)
-    real_batch = engine.open_dailies
+    real_batch = engine.dailies.open_dailies
     single: list[ChannelRef] = []
     failures = iter([StoreUnavailable("The database is busy")])
 
@@ -879,8 +879,8 @@ def test_a_busy_database_during_a_batch_leaves_its_rounds_to_the_refresh(
         single.append(channel)
         raise AssertionError("opened alone")
 
-    monkeypatch.setattr(engine, "open_dailies", busy_once)
-    monkeypatch.setattr(engine, "open_daily", one)
+    monkeypatch.setattr(engine.dailies, "open_dailies", busy_once)
+    monkeypatch.setattr(engine.rounds, "open_daily", one)
     assert scheduler.tick() == []
     assert single == []  # not tried one by one against a busy database
     clock.set(utc(2026, 11, 24, 9, 1))

@@ -7,9 +7,9 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.core import wording
 from bot.core.engine import StudyEngine
 from bot.core.values import CommunityRef
+from bot.platforms.console.text import CONSOLE_BYE
 from tests.conftest import FakeClock
 from tests.console_chat import scripted
 from tests.test_console import _cli
@@ -18,7 +18,7 @@ from tests.test_console import _cli
 def test_console_posts_the_daily_round_on_its_own_and_follows_config(engine: StudyEngine, clock: FakeClock) -> None:
     clock.set(datetime(2026, 11, 24, 15, 0, tzinfo=UTC))  # Tuesday, after 09:00 UTC
     ref = CommunityRef("console", "club")
-    engine.config(ref, "paused", "on")
+    engine.admin.config(ref, "paused", "on")
     out = scripted(engine, "/score\n/config paused off\n/daily\n/quit\n", community="club", user="Ann", jsonl=True)
     messages = [json.loads(line) for line in out.splitlines()]
     kinds = [m["kind"] for m in messages]
@@ -27,8 +27,8 @@ def test_console_posts_the_daily_round_on_its_own_and_follows_config(engine: Stu
     questions = [m for m in messages if m["kind"] == "question"]
     assert len(questions) == 1 and questions[0]["to"] == "channel" and questions[0]["data"]["late"] is True
     assert "already open" in messages[3]["text"]  # /daily found it
-    assert messages[4]["text"] == wording.CONSOLE_BYE
-    assert dict(engine.config(ref).settings)["channel"] == "console"  # the console's own channel
+    assert messages[4]["text"] == CONSOLE_BYE
+    assert dict(engine.admin.config(ref).settings)["channel"] == "console"  # the console's own channel
 
 
 def test_console_catches_up_before_the_first_prompt(engine: StudyEngine, clock: FakeClock) -> None:

@@ -88,7 +88,7 @@ def shown_right(bank: Bank, card: QuestionCard) -> int:
 
 
 def open_round(engine: StudyEngine, channel: ChannelRef = CH) -> QuestionCard:
-    card = engine.open_daily(channel)
+    card = engine.rounds.open_daily(channel)
     assert isinstance(card, QuestionCard)
     return card
 
@@ -184,7 +184,7 @@ def test_the_right_answer_lands_on_every_position_evenly(
         positions: Counter[int] = Counter()
         rounds = 1000
         for _ in range(rounds):
-            card = engine.quiz(ann, CH, topic)
+            card = engine.practice.quiz(ann, CH, topic)
             question = question_of(bank, card)
             assert sorted(card.choices) == sorted(c.text for c in question.choices)  # a permutation
             positions[shown_right(bank, card)] += 1
@@ -211,7 +211,7 @@ def test_a_round_shows_one_order_to_everyone_and_after_a_restart(
     db_url: str, engine: StudyEngine, test_bank: Bank, clock: FakeClock, seeded: random.Random
 ) -> None:
     card = open_round(engine)
-    (delivery,) = engine.due_posts("console", "worker")  # the card rebuilt from the database
+    (delivery,) = engine.outbox.due_posts("console", "worker")  # the card rebuilt from the database
     assert isinstance(delivery.card, QuestionCard)
     assert delivery.card.choices == card.choices
 
@@ -220,13 +220,13 @@ def test_a_round_shows_one_order_to_everyone_and_after_a_restart(
         restarted = StudyEngine(SqlStore(database), test_bank, clock=clock)
         for index, name in enumerate(["Ann", "Bob", "Cy", "Di", "Ed"][: len(card.choices)]):
             answering = engine if index % 2 else restarted
-            feedback = answering.answer(user(name), card.round_id, index)
+            feedback = answering.rounds.answer(user(name), card.round_id, index)
             assert isinstance(feedback, AnswerFeedback)
             assert feedback.chosen == letter(index)
             assert feedback.chosen_text == card.choices[index]
             assert feedback.answer == letter(shown_right(test_bank, card))
             assert feedback.correct == (index == shown_right(test_bank, card))
-        again = restarted.answer(user("Ann"), card.round_id, 1)
+        again = restarted.rounds.answer(user("Ann"), card.round_id, 1)
         assert again == AlreadyAnswered(round_id=card.round_id, number=card.number, chosen="A")
     finally:
         database.dispose()
@@ -246,12 +246,12 @@ def test_a_text_answer_by_letter_uses_the_shown_order(
         pytest.fail("no round moved its right answer in 40 draws")
     right = shown_right(test_bank, card)
 
-    by_shown = engine.answer_text(user("Ann", community), channel, f"daily {letter(right).lower()})")
+    by_shown = engine.rounds.answer_text(user("Ann", community), channel, f"daily {letter(right).lower()})")
     assert isinstance(by_shown, AnswerFeedback) and by_shown.correct and by_shown.chosen == letter(right)
-    by_file = engine.answer_text(user("Bob", community), channel, "daily " + letter(question.answer_index))
+    by_file = engine.rounds.answer_text(user("Bob", community), channel, "daily " + letter(question.answer_index))
     assert isinstance(by_file, AnswerFeedback) and not by_file.correct
     assert by_file.chosen_text == card.choices[question.answer_index]
-    by_text = engine.answer_text(
+    by_text = engine.rounds.answer_text(
         user("Cy", community), channel, "daily " + question.choices[question.answer_index].text.upper()
     )
     assert isinstance(by_text, AnswerFeedback) and by_text.correct and by_text.chosen == letter(right)
@@ -263,8 +263,8 @@ def test_the_reveal_and_its_counts_speak_the_shown_letters(
     card = open_round(engine)
     picks = {"Ann": 0, "Bob": 0, "Cy": 1}
     for name, index in picks.items():
-        assert isinstance(engine.answer(user(name), card.round_id, index), AnswerFeedback)
-    reveal = engine.close_round(card.round_id)
+        assert isinstance(engine.rounds.answer(user(name), card.round_id, index), AnswerFeedback)
+    reveal = engine.rounds.close_round(card.round_id)
     assert isinstance(reveal, RevealCard)
     right = shown_right(test_bank, card)
     assert reveal.answer == letter(right)
@@ -290,15 +290,15 @@ def test_the_reveal_and_its_counts_speak_the_shown_letters(
 def test_two_communities_with_one_channel_id_each_get_their_daily_round(
     engine: StudyEngine, first: ChannelRef, second: ChannelRef
 ) -> None:
-    one = engine.open_daily(first)
-    two = engine.open_daily(second)
+    one = engine.rounds.open_daily(first)
+    two = engine.rounds.open_daily(second)
     assert isinstance(one, QuestionCard) and isinstance(two, QuestionCard)
     assert one.round_id != two.round_id
-    again_one, again_two = engine.open_daily(first), engine.open_daily(second)
+    again_one, again_two = engine.rounds.open_daily(first), engine.rounds.open_daily(second)
     assert isinstance(again_one, AlreadyOpen) and again_one.round_id == one.round_id
     assert isinstance(again_two, AlreadyOpen) and again_two.round_id == two.round_id
     for channel, card in ((first, one), (second, two)):
-        (delivery,) = engine.due_posts(channel.platform, "worker", channel.community_id)
+        (delivery,) = engine.outbox.due_posts(channel.platform, "worker", channel.community_id)
         assert delivery.channel == channel and isinstance(delivery.card, QuestionCard)
         assert delivery.card.round_id == card.round_id
 
@@ -319,49 +319,49 @@ def test_forgetting_a_member_does_not_let_them_answer_again(
     right = shown_right(test_bank, card)
     wrong = (right + 1) % len(card.choices)
     ann, bob = user("Ann"), user("Bob")
-    first = engine.answer(ann, card.round_id, wrong)
+    first = engine.rounds.answer(ann, card.round_id, wrong)
     assert isinstance(first, AnswerFeedback) and not first.correct
-    assert isinstance(engine.answer(bob, card.round_id, right), AnswerFeedback)
+    assert isinstance(engine.rounds.answer(bob, card.round_id, right), AnswerFeedback)
 
-    assert engine.forget_me(ann) == ConfirmForget(user="Ann", answers=1)
-    assert engine.forget_me(ann, confirm=True) == Forgotten(user="Ann", answers_deleted=1)
+    assert engine.admin.forget_me(ann) == ConfirmForget(user="Ann", answers=1)
+    assert engine.admin.forget_me(ann, confirm=True) == Forgotten(user="Ann", answers_deleted=1)
 
     # the data is gone: no answer, no score, no row in the export, no place on the board
-    assert [row["user_id"] for row in engine.export_rows(COMMUNITY)] == ["bob"]
+    assert [row["user_id"] for row in engine.admin.export_rows(COMMUNITY)] == ["bob"]
     markers = forgotten_markers(db_url)
     assert [r for r, _ in markers] == [card.round_id]
     assert all("ann" not in key.lower() for _, key in markers)  # only a salted hash is kept
 
     # and yet the first answer stays final
-    assert engine.answer(ann, card.round_id, right) == AlreadyAnswered(
+    assert engine.rounds.answer(ann, card.round_id, right) == AlreadyAnswered(
         round_id=card.round_id, number=card.number, chosen=None
     )
-    assert engine.answer_text(ann, CH, "daily " + letter(right)) == AlreadyAnswered(
+    assert engine.rounds.answer_text(ann, CH, "daily " + letter(right)) == AlreadyAnswered(
         round_id=card.round_id, number=card.number, chosen=None
     )
-    assert engine.score(ann).total_points == 0 and engine.score(ann).week_points == 0
-    board = engine.leaderboard(COMMUNITY)
+    assert engine.boards.score(ann).total_points == 0 and engine.boards.score(ann).week_points == 0
+    board = engine.boards.leaderboard(COMMUNITY)
     assert [row.user for row in board.rows] == ["Bob"]
-    assert [row.user for row in engine.leaderboard(COMMUNITY, all_time=True).rows] == ["Bob"]
-    assert [row["user_id"] for row in engine.export_rows(COMMUNITY)] == ["bob"]
+    assert [row.user for row in engine.boards.leaderboard(COMMUNITY, all_time=True).rows] == ["Bob"]
+    assert [row["user_id"] for row in engine.admin.export_rows(COMMUNITY)] == ["bob"]
 
-    reveal = engine.close_round(card.round_id)
+    reveal = engine.rounds.close_round(card.round_id)
     assert isinstance(reveal, RevealCard)
     assert forgotten_markers(db_url) == []  # the marker goes with the open round
-    assert isinstance(engine.answer(ann, card.round_id, right), RoundClosed)
+    assert isinstance(engine.rounds.answer(ann, card.round_id, right), RoundClosed)
 
     clock.advance(days=1)  # forgetting is not a ban: tomorrow's round counts
     tomorrow = open_round(engine)
-    again = engine.answer(ann, tomorrow.round_id, shown_right(test_bank, tomorrow))
+    again = engine.rounds.answer(ann, tomorrow.round_id, shown_right(test_bank, tomorrow))
     assert isinstance(again, AnswerFeedback) and again.correct and again.points > 0
 
 
 def test_forgetting_a_member_who_did_not_answer_leaves_no_marker(db_url: str, engine: StudyEngine) -> None:
     card = open_round(engine)
-    engine.quiz(user("Ann"), CH)  # known in the community, but the daily round is unanswered
-    assert isinstance(engine.forget_me(user("Ann"), confirm=True), Forgotten)
+    engine.practice.quiz(user("Ann"), CH)  # known in the community, but the daily round is unanswered
+    assert isinstance(engine.admin.forget_me(user("Ann"), confirm=True), Forgotten)
     assert forgotten_markers(db_url) == []
-    assert isinstance(engine.answer(user("Ann"), card.round_id, 0), AnswerFeedback)
+    assert isinstance(engine.rounds.answer(user("Ann"), card.round_id, 0), AnswerFeedback)
 
 
 # ---------------------------------------------------------------------- bridge
@@ -479,16 +479,16 @@ async def test_the_event_loop_keeps_serving_while_engine_calls_block() -> None:
 async def test_engine_calls_through_the_bridge(engine: StudyEngine, test_bank: Bank) -> None:
     bridge = Bridge(threads=4)
     try:
-        card = await bridge.call(engine.open_daily, CH)
+        card = await bridge.call(engine.rounds.open_daily, CH)
         assert isinstance(card, QuestionCard)
         right = shown_right(test_bank, card)
         answers = await asyncio.gather(
-            *(bridge.call(engine.answer, user(f"u{i}"), card.round_id, right) for i in range(16))
+            *(bridge.call(engine.rounds.answer, user(f"u{i}"), card.round_id, right) for i in range(16))
         )
         assert all(isinstance(a, AnswerFeedback) and a.correct for a in answers)
-        repeat = await asyncio.gather(*(bridge.call(engine.answer, user("u0"), card.round_id, 0) for _ in range(8)))
+        repeat = await asyncio.gather(*(bridge.call(engine.rounds.answer, user("u0"), card.round_id, 0) for _ in range(8)))
         assert set(repeat) == {AlreadyAnswered(card.round_id, card.number, letter(right))}
-        missing = await bridge.call(engine.answer, user("u0"), 10_000, 0)
+        missing = await bridge.call(engine.rounds.answer, user("u0"), 10_000, 0)
         assert missing == Problem(wording.NOT_THIS_COMMUNITYS_QUESTION)  # the row id is never shown
     finally:
         bridge.close()
@@ -524,28 +524,68 @@ DEMO = DemoResultCard(
     "demos.checkpoint", "Checkpoint demo:", ("strategy", "peak MiB"), (("none", "1.00"),), (), None, 1.5
 )
 
-RENDERED: list[tuple[object, list[str]]] = [
-    (QUESTION, [wording.question_title(QUESTION), *wording.choice_lines(QUESTION.choices), wording.DAILY_TEXT_HINT]),
-    (RIGHT, ["Correct! +10 points", *wording.feedback_lines(RIGHT)]),
+RENDERED: list[tuple[object, list[str]]] = [  # what a member reads, written out (not the wording's own calls)
+    (
+        QUESTION,
+        [
+            "Daily question #7 [fundamentals, level 1]",
+            "A) Memory",
+            "B) Compute",
+            "C) Disk",
+            "Answer with daily and a letter (daily b) or daily and the choice's text; a daily answer is final.",
+        ],
+    ),
+    (
+        RIGHT,
+        [
+            "Correct! +10 points",
+            "You chose B) Compute: It reruns.",
+            "This answered daily round #7; a daily answer is final.",
+        ],
+    ),
     (
         WRONG,
         ["Not quite: the answer is C) Extra compute.", "You chose A) Memory: Nothing is lost.", "Common trap: A trap."],
     ),
     (STREAK, ["Correct! +12 points (streak bonus +2)"]),
     (AlreadyAnswered(7000, 7, "B"), ["You already answered B; your first answer is the one that counts."]),
-    (AlreadyAnswered(7000, 7, None), [wording.already_answered(AlreadyAnswered(7000, 7, None))]),
-    (RoundClosed(7000, 7, "C"), [wording.round_closed(RoundClosed(7000, 7, "C")), "The answer was C."]),
-    (REVEAL, [wording.reveal_title(REVEAL), *(wording.reveal_choice(c) for c in REVEAL.choices), "Read more: "]),
+    (
+        AlreadyAnswered(7000, 7, None),
+        ["You answered this round before you asked to be forgotten; that first answer stays final."],
+    ),
+    (
+        RoundClosed(7000, 7, "C"),
+        ["Round #7 is closed, so this answer was not scored. The answer was C.", "The answer was C."],
+    ),
+    (
+        REVEAL,
+        [
+            "Answer to #7: B) Compute",
+            "A) Memory [3 picked, wrong]: No.",
+            "B) Compute [5 picked, right]: Yes.",
+            "Read more: https://example.org/ref",
+        ],
+    ),
     (AlreadyOpen(7000, 7, "2026-11-23"), ["Today's round (#7, 2026-11-23) is already open here."]),
-    (SCORE, wording.score_lines(SCORE)),
-    (BOARD, [wording.leaderboard_title(BOARD), *(wording.leaderboard_row(r) for r in BOARD.rows)]),
-    (LeaderboardCard("guild", "all", ()), ["All-time leaderboard", wording.EMPTY_BOARD]),
+    (
+        SCORE,
+        [
+            "Ann: 20 points in 2026-W48 (rank 1), 50 all time.",
+            "Daily accuracy 2/3 (67%); practice 1/4 (25%).",
+            "Streak 2 (best 3). Reviews due: 1.",
+        ],
+    ),
+    (BOARD, ["Leaderboard for 2026-W48", "1. Ann: 20", "2. Bob: 10"]),
+    (LeaderboardCard("guild", "all", ()), ["All-time leaderboard", "No points yet."]),
     (NothingDue(None), ["No reviews are due."]),
-    (ConfirmForget("Ann", 2), [wording.confirm_forget(ConfirmForget("Ann", 2))]),
-    (Forgotten("Ann", 2), [wording.forgotten(Forgotten("Ann", 2))]),
+    (
+        ConfirmForget("Ann", 2),
+        ["This deletes everything stored about Ann here (2 answers). Type /forget-me confirm to go ahead."],
+    ),
+    (Forgotten("Ann", 2), ["Done: 2 answers and your reviews are deleted."]),
     (ConfigCard("guild", (("timezone", "UTC"),), alerts=("Could not post.",)), ["timezone: UTC", "Could not post."]),
     (Problem("Say who: /as NAME."), ["Say who: /as NAME."]),
-    (DEMO, wording.demo_lines(DEMO)),
+    (DEMO, ["Checkpoint demo:", "strategy  peak MiB", "none          1.00"]),
 ]
 
 
@@ -560,8 +600,8 @@ def test_engine_feedback_reads_as_the_wording_says(engine: StudyEngine, test_ban
     card = open_round(engine)
     question = question_of(test_bank, card)
     right = shown_right(test_bank, card)
-    good = engine.answer(user("Ann"), card.round_id, right)
-    bad = engine.answer(user("Bob"), card.round_id, (right + 1) % len(card.choices))
+    good = engine.rounds.answer(user("Ann"), card.round_id, right)
+    bad = engine.rounds.answer(user("Bob"), card.round_id, (right + 1) % len(card.choices))
     assert render(good)[0].text.startswith("Correct! +10 points")
     answer_text = question.choices[question.answer_index].text
     assert render(bad)[0].text.startswith(f"Not quite: the answer is {letter(right)}) {answer_text}.")
@@ -594,7 +634,7 @@ def test_a_validated_demo_request_is_accepted_by_the_demo() -> None:
 def test_engine_request_demo_validates_before_anything_runs(engine: StudyEngine) -> None:
     for bad in ("estimate preset=gpt-5", "checkpoint strategies=none,quantum", "checkpoint layers=0", "rm -rf /"):
         with pytest.raises(InvalidInput):
-            engine.request_demo(user("Ann"), CH, bad)
+            engine.demos.request_demo(user("Ann"), CH, bad)
 
 
 def test_a_checkpoint_result_becomes_a_card() -> None:

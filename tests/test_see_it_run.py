@@ -26,7 +26,7 @@ EXPECTED = ("demos.checkpoint", dr.parse_question_demo(QUESTION_DEMO).args)
 
 
 def jobs(engine: StudyEngine) -> list[tuple[str, tuple[str, ...], str]]:
-    return [(job.module, job.args, job.user_name) for job in engine.demo_jobs()]
+    return [(job.module, job.args, job.user_name) for job in engine.demos.demo_jobs()]
 
 
 async def test_discord_see_it_run_queues_the_questions_demo(world: World) -> None:  # noqa: F811
@@ -36,7 +36,7 @@ async def test_discord_see_it_run_queues_the_questions_demo(world: World) -> Non
     try:
         post = await open_round(world, running)
         round_id = codec.decode_answer(buttons(post)[0]["custom_id"])[0]  # type: ignore[index]
-        await running.runtime.call(running.engine.close_round, round_id)
+        await running.runtime.call(running.engine.rounds.close_round, round_id)
         running.runtime.wake()
         [reveal] = await fake.wait_for(lambda: [m for m in fake.posts(world.channel) if m["id"] != post["id"]])
         [button] = buttons(reveal)
@@ -58,10 +58,10 @@ async def test_slack_see_it_run_queues_the_questions_demo(sqlite_url: str, test_
     fake = await FakeSlack().start()
     slack, database = await start_slack(fake, sqlite_url, demo_bank(test_bank), clock)
     try:
-        slack.engine.config(CommunityRef("slack", "T1"), "channel", "C1")
+        slack.engine.admin.config(CommunityRef("slack", "T1"), "channel", "C1")
         round_id, ts = await slack.open_daily()
         slack.clock.advance(hours=13)
-        assert len(slack.engine.close_due()) == 1
+        assert len(slack.engine.rounds.close_due()) == 1
         assert await slack.runtime.deliver_now("slack") == 1
         reveal = slack.fake.of("chat.postMessage")[-1].params
         assert action_ids(reveal) == [dr.encode_demo_button(round_id)]
@@ -105,7 +105,7 @@ def test_console_prints_the_command_that_queues_the_questions_demo(
         [queued] = [m for m in chat.handle(command) if m.kind == "demo_queued"]
         assert queued.data["module"] == "demos.checkpoint"
         assert jobs(engine) == [(*EXPECTED, "Ann")]
-        assert engine.demo_jobs()[0].channel_id == chat.channel.channel_id
+        assert engine.demos.demo_jobs()[0].channel_id == chat.channel.channel_id
         chat.wait_for(lambda seen: any(m.kind in ("demo", "demo_failed") for m in seen))
     finally:
         chat.close()

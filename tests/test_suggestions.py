@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from bot.core import suggestions as forms
-from bot.core import wording
 from bot.core.bank import Bank, Question
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput
@@ -26,6 +25,7 @@ from bot.core.values import (
     UserRef,
 )
 from bot.platforms.console import Message
+from bot.platforms.console.text import console_operator_only
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import FakeClock, run_studybot
@@ -107,15 +107,15 @@ def test_console_suggestion_end_to_end(chat: Console, engine: StudyEngine, tmp_p
     assert refused.data["fields"] == ["why_1"]
     assert "Why of choice B" in refused.text and "at least 40" in refused.text
     assert only(answered, "prompt").data["field"] == "why_1"
-    assert engine.suggestion_queue(CLUB).waiting == 0
+    assert engine.practice.suggestion_queue(CLUB).waiting == 0
 
     # The good why, and the rest: it goes to the admins' queue.
     received = only(say(chat, lines[at:]), "suggestion")
     number = received.data["number"]
     # Its author cannot approve it; the console's operator does, and the author is told.
     refused = only(chat.handle(f"/config approve {number}"), "notice")
-    assert refused.text == wording.console_operator_only("Boss")
-    assert engine.suggestion_queue(CLUB).waiting == 1
+    assert refused.text == console_operator_only("Boss")
+    assert engine.practice.suggestion_queue(CLUB).waiting == 1
     chat.handle("/as Boss")
     queue = only(chat.handle("/config suggestions"), "queue")
     assert queue.data["items"] == [number]
@@ -139,7 +139,7 @@ def test_console_suggestion_end_to_end(chat: Console, engine: StudyEngine, tmp_p
     assert reveal.data["author"] == "Ann" and "written by Ann" in reveal.text
 
     # Export: bank YAML that `questions lint` accepts.
-    files = engine.export_questions(CommunityRef("console", "club"))
+    files = engine.practice.export_questions(CommunityRef("console", "club"))
     assert list(files) == ["fundamentals"]
     out = tmp_path / "exported"
     out.mkdir()
@@ -186,7 +186,7 @@ CLUB = CommunityRef("console", "club")
 def test_a_bad_suggestion_is_refused_with_its_field(
     engine: StudyEngine, change: dict[str, object], field: str, words: str
 ) -> None:
-    result = engine.suggest(ANN, HERE, good_form(**change))
+    result = engine.practice.suggest(ANN, HERE, good_form(**change))
     assert isinstance(result, SuggestionRefused)
     fields = [p.field for p in result.problems]
     assert field in fields, result.problems
@@ -196,7 +196,7 @@ def test_a_bad_suggestion_is_refused_with_its_field(
 def test_a_suggestion_like_a_bank_question_is_refused(engine: StudyEngine, test_bank: Bank) -> None:
     shipped = test_bank.questions[0]
     form = good_form(prompt=shipped.prompt)
-    result = engine.suggest(ANN, HERE, form)
+    result = engine.practice.suggest(ANN, HERE, form)
     assert isinstance(result, SuggestionRefused)
     assert [p.field for p in result.problems] == ["prompt"]
     # The member is shown the question they can recognise, never the bank's internal id.
@@ -218,7 +218,7 @@ def near_copy(shipped: Question) -> SuggestionForm:
 
 def test_a_near_duplicate_names_the_similar_questions_prompt_not_its_id(engine: StudyEngine, test_bank: Bank) -> None:
     shipped = next(q for q in test_bank.questions if len(q.prompt) < 200)
-    result = engine.suggest(ANN, HERE, near_copy(shipped))
+    result = engine.practice.suggest(ANN, HERE, near_copy(shipped))
     assert isinstance(result, SuggestionRefused)
     near = [p for p in result.problems if p.field == "prompt"]
     assert near and "nearly" in near[0].reason, result.problems
@@ -249,7 +249,7 @@ def test_console_checks_each_field_as_typed_and_keeps_the_rest(chat: Console, en
     assert only(chat.handle("-"), "prompt").data["field"] == "hint"
     assert bad_then_good("hint", "Think.", "Think about what the backward pass needs from the forward.") == "refs"
     received = only(chat.handle(REF), "suggestion")
-    item = engine.suggestion_queue(CLUB).items[0]
+    item = engine.practice.suggestion_queue(CLUB).items[0]
     assert item.suggestion_id == received.data["suggestion_id"]
     assert item.topic == "fundamentals" and item.difficulty == 1 and item.prompt == PROMPT
     assert item.choices == CHOICES and item.trap == TRAP
@@ -272,7 +272,7 @@ def test_a_refused_console_form_keeps_the_draft_and_asks_only_the_refused_field(
     assert "nearly" in refused.text and shipped.prompt[:60] in refused.text and shipped.id not in refused.text
     assert out[-1].kind == "prompt" and out[-1].data["field"] == "prompt"  # only the refused field, again
     assert out[-2].kind == "notice" and "kept" in out[-2].text
-    assert engine.suggestion_queue(CLUB).waiting == 0
+    assert engine.practice.suggestion_queue(CLUB).waiting == 0
     assert only(chat.handle("/cancel"), "notice").text == "Suggestion cancelled; nothing was sent."
 
     # Refused when sent (the right choice is the longest): choice A alone is asked again, and
@@ -283,9 +283,9 @@ def test_a_refused_console_form_keeps_the_draft_and_asks_only_the_refused_field(
     refused = only(out, "refused")
     assert "choice A" in refused.text and "longest" in refused.text
     assert out[-1].kind == "prompt" and out[-1].data["field"] == "choice_0"
-    assert engine.suggestion_queue(CLUB).waiting == 0
+    assert engine.practice.suggestion_queue(CLUB).waiting == 0
     received = only(chat.handle(CHOICES[0]), "suggestion")
-    item = engine.suggestion_queue(CLUB).items[0]
+    item = engine.practice.suggestion_queue(CLUB).items[0]
     assert item.suggestion_id == received.data["suggestion_id"]
     assert item.prompt == PROMPT and item.choices == CHOICES and item.whys == WHYS and item.trap == TRAP
 
@@ -300,9 +300,9 @@ def test_pings_are_neutralised() -> None:
 
 def test_a_suggestion_with_pings_is_stored_without_them(engine: StudyEngine) -> None:
     form = good_form(trap="Thinking @everyone <@123> knows that recomputation changes what the model learns.")
-    received = engine.suggest(ANN, HERE, form)
+    received = engine.practice.suggest(ANN, HERE, form)
     assert isinstance(received, SuggestionReceived)
-    queue = engine.suggestion_queue(CLUB)
+    queue = engine.practice.suggestion_queue(CLUB)
     assert queue.items[0].trap is not None
     assert "@everyone" not in queue.items[0].trap and "<@" not in queue.items[0].trap
 
@@ -310,68 +310,68 @@ def test_a_suggestion_with_pings_is_stored_without_them(engine: StudyEngine) -> 
 def test_per_member_limits(database: Database, test_bank: Bank, clock: FakeClock) -> None:
     engine = StudyEngine(SqlStore(database), test_bank, clock=clock, suggestions=SuggestionPolicy(2, 3))
     prompts = [PROMPT.replace("laptop CPU", place) for place in ("laptop CPU", "cluster", "desktop GPU", "TPU pod")]
-    assert isinstance(engine.suggest(ANN, HERE, good_form(prompt=prompts[0])), SuggestionReceived)
-    assert isinstance(engine.suggest(ANN, HERE, good_form(prompt=prompts[1])), SuggestionReceived)
+    assert isinstance(engine.practice.suggest(ANN, HERE, good_form(prompt=prompts[0])), SuggestionReceived)
+    assert isinstance(engine.practice.suggest(ANN, HERE, good_form(prompt=prompts[1])), SuggestionReceived)
     with pytest.raises(InvalidInput, match="waiting for the admins; the limit is 2"):
-        engine.suggest(ANN, HERE, good_form(prompt=prompts[2]))
-    engine.decide_suggestion(CLUB, 1, "reject")
-    assert isinstance(engine.suggest(ANN, HERE, good_form(prompt=prompts[2])), SuggestionReceived)
-    engine.decide_suggestion(CLUB, 2, "reject")
+        engine.practice.suggest(ANN, HERE, good_form(prompt=prompts[2]))
+    engine.practice.decide_suggestion(CLUB, 1, "reject")
+    assert isinstance(engine.practice.suggest(ANN, HERE, good_form(prompt=prompts[2])), SuggestionReceived)
+    engine.practice.decide_suggestion(CLUB, 2, "reject")
     with pytest.raises(InvalidInput, match="3 questions in the last day"):
-        engine.suggest(ANN, HERE, good_form(prompt=prompts[3]))
+        engine.practice.suggest(ANN, HERE, good_form(prompt=prompts[3]))
     clock.advance(days=1, seconds=1)
-    assert isinstance(engine.suggest(ANN, HERE, good_form(prompt=prompts[3])), SuggestionReceived)
+    assert isinstance(engine.practice.suggest(ANN, HERE, good_form(prompt=prompts[3])), SuggestionReceived)
 
 
 def test_note_and_reject_tell_the_author(engine: StudyEngine) -> None:
-    engine.suggest(ANN, HERE, good_form())
+    engine.practice.suggest(ANN, HERE, good_form())
     with pytest.raises(InvalidInput, match="Write the note"):
-        engine.decide_suggestion(CLUB, 1, "note")
-    decided = engine.decide_button(CLUB, "sb1:sq:1:note", "Cite the docs page's section, please.")
+        engine.practice.decide_suggestion(CLUB, 1, "note")
+    decided = engine.practice.decide_button(CLUB, "sb1:sq:1:note", "Cite the docs page's section, please.")
     assert isinstance(decided, SuggestionDecided)
     assert decided.action == "returned" and decided.author == ANN
-    assert engine.suggestion_queue(CLUB).waiting == 0
-    assert "already decided" in engine.decide_suggestion(CLUB, 1, "approve").text  # type: ignore[union-attr]
+    assert engine.practice.suggestion_queue(CLUB).waiting == 0
+    assert "already decided" in engine.practice.decide_suggestion(CLUB, 1, "approve").text  # type: ignore[union-attr]
 
 
 def test_another_community_never_sees_the_question(engine: StudyEngine) -> None:
-    engine.suggest(ANN, HERE, good_form())
+    engine.practice.suggest(ANN, HERE, good_form())
     other = CommunityRef("console", "other")
     with pytest.raises(Exception, match="not in this community's queue"):
-        engine.decide_suggestion(other, 1, "approve")  # the row id of another community's question
+        engine.practice.decide_suggestion(other, 1, "approve")  # the row id of another community's question
     with pytest.raises(Exception, match=r"There is no suggestion #1 in this community\."):
-        engine.configure(other, "approve", "1")  # the number an admin types: their own community's
-    decided = engine.decide_suggestion(CLUB, 1, "approve")
+        engine.admin.configure(other, "approve", "1")  # the number an admin types: their own community's
+    decided = engine.practice.decide_suggestion(CLUB, 1, "approve")
     assert isinstance(decided, SuggestionDecided)
-    engine.config(other, "channel", "console")
-    card = engine.open_daily(ChannelRef("console", "other", "console"))
+    engine.admin.config(other, "channel", "console")
+    card = engine.rounds.open_daily(ChannelRef("console", "other", "console"))
     assert card.question_id != decided.question_id  # type: ignore[union-attr]
-    assert engine.export_questions(CLUB) and not engine.export_questions(other)
+    assert engine.practice.export_questions(CLUB) and not engine.practice.export_questions(other)
 
 
 def test_removed_question_is_not_asked_and_its_answers_stay(engine: StudyEngine, clock: FakeClock) -> None:
-    engine.suggest(ANN, HERE, good_form())
-    decided = engine.decide_suggestion(CLUB, 1, "approve")
+    engine.practice.suggest(ANN, HERE, good_form())
+    decided = engine.practice.decide_suggestion(CLUB, 1, "approve")
     assert isinstance(decided, SuggestionDecided) and decided.question_id
-    engine.config(CLUB, "channel", "console")
-    card = engine.open_daily(HERE)
+    engine.admin.config(CLUB, "channel", "console")
+    card = engine.rounds.open_daily(HERE)
     assert card.question_id == decided.question_id  # type: ignore[union-attr]
     bob = UserRef("console", "club", "bob", "Bob")
-    engine.answer(bob, card.round_id, card.choices.index(CHOICES[0]))  # type: ignore[union-attr]
-    before = engine.score(bob).total_points
-    assert "removed" in engine.configure(CLUB, "remove", decided.question_id).text  # type: ignore[union-attr]
-    reveal = engine.close_round(card.round_id)  # type: ignore[union-attr]
+    engine.rounds.answer(bob, card.round_id, card.choices.index(CHOICES[0]))  # type: ignore[union-attr]
+    before = engine.boards.score(bob).total_points
+    assert "removed" in engine.admin.configure(CLUB, "remove", decided.question_id).text  # type: ignore[union-attr]
+    reveal = engine.rounds.close_round(card.round_id)  # type: ignore[union-attr]
     assert reveal.author == "Ann"  # type: ignore[union-attr]
-    assert engine.score(bob).total_points == before > 0
+    assert engine.boards.score(bob).total_points == before > 0
     for _ in range(5):
         clock.advance(days=1)
-        assert engine.open_daily(HERE).question_id != decided.question_id  # type: ignore[union-attr]
-    assert engine.export_questions(CLUB) == {}
+        assert engine.rounds.open_daily(HERE).question_id != decided.question_id  # type: ignore[union-attr]
+    assert engine.practice.export_questions(CLUB) == {}
 
 
 def test_queue_shows_the_oldest_with_buttons(engine: StudyEngine) -> None:
-    engine.suggest(ANN, HERE, good_form())
-    queue = engine.suggestion_queue(CLUB)
+    engine.practice.suggest(ANN, HERE, good_form())
+    queue = engine.practice.suggestion_queue(CLUB)
     assert isinstance(queue, SuggestionQueue) and queue.waiting == 1
     item = queue.items[0]
     assert (item.approve_id, item.note_id, item.reject_id) == ("sb1:sq:1:approve", "sb1:sq:1:note", "sb1:sq:1:reject")
@@ -379,10 +379,10 @@ def test_queue_shows_the_oldest_with_buttons(engine: StudyEngine) -> None:
 
 
 def test_forgotten_author_shows_as_a_former_member(engine: StudyEngine) -> None:
-    engine.suggest(ANN, HERE, good_form())
-    engine.decide_suggestion(CLUB, 1, "approve")
-    engine.forget_me(ANN, confirm=True)
-    engine.config(CLUB, "channel", "console")
-    card = engine.open_daily(HERE)
-    reveal = engine.close_round(card.round_id)  # type: ignore[union-attr]
+    engine.practice.suggest(ANN, HERE, good_form())
+    engine.practice.decide_suggestion(CLUB, 1, "approve")
+    engine.admin.forget_me(ANN, confirm=True)
+    engine.admin.config(CLUB, "channel", "console")
+    card = engine.rounds.open_daily(HERE)
+    reveal = engine.rounds.close_round(card.round_id)  # type: ignore[union-attr]
     assert reveal.author == "a former member"  # type: ignore[union-attr]

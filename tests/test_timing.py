@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from bot.core import timing
 from bot.core.timing import daily_due, daily_moment, next_daily, next_weekly, weekly_due
+from tests.conftest import examples
 
 
 def utc(*parts: int) -> datetime:
@@ -143,7 +144,7 @@ ZONES = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     zone=st.sampled_from(ZONES),
     day=st.dates(min_value=date(2020, 1, 1), max_value=date(2035, 12, 31)),

@@ -28,11 +28,11 @@ from bot.core import choices as codec
 from bot.core.bank import load_bank
 from bot.core.engine import StudyEngine
 from bot.core.values import CommunityRef
-from bot.store.database import Database, upgrade
+from bot.store.database import Database
 from bot.store.repository import SqlStore
 from bot.web.app import WebServer, build_app
 from bot.web.links import WebLinks
-from tests.conftest import IN_CI, ROOT, FakeClock
+from tests.conftest import IN_CI, ROOT, FakeClock, migrated_sqlite
 from tests.console_chat import Console
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -110,15 +110,15 @@ def _seed(engine: StudyEngine, clock: FakeClock) -> dict[str, Any]:
     open_now = _daily(chat)
     chat.handle("/as Ann")
     chat.handle("/quiz")
-    job = engine.request_demo(chat.user, chat.channel, "checkpoint").job_id
-    assert engine.claim_demo("test", "local") is not None
+    job = engine.demos.request_demo(chat.user, chat.channel, "checkpoint").job_id
+    assert engine.demos.claim_demo("test", "local") is not None
     mib = 1024 * 1024
     same = {"grads_identical": True}
     results = [
         {"strategy": "none", "peak_bytes": 96 * mib, "saved_bytes": 0, "step_ms": 41.0, **same},
         {"strategy": "block", "peak_bytes": 40 * mib, "saved_bytes": 56 * mib, "step_ms": 55.0, **same},
     ]
-    engine.demo_finished(job, {"results": results, "device": "cpu", "torch": "2.13.0", "wall_s": 3.0}, None)
+    engine.demos.demo_finished(job, {"results": results, "device": "cpu", "torch": "2.13.0", "wall_s": 3.0}, None)
     chat.deliver()
     other = Console(engine, "open", "Eve")
     other.handle("/config channel console")
@@ -134,9 +134,7 @@ def _seed(engine: StudyEngine, clock: FakeClock) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    path = tmp_path_factory.mktemp("web") / "web.db"
-    url = f"sqlite:///{path}"
-    upgrade(url)
+    url = migrated_sqlite(tmp_path_factory.mktemp("web") / "web.db")
     database = Database(url)
     clock = FakeClock(datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc))  # a Monday, W48
     links = WebLinks("http://127.0.0.1", SECRET, WEEK_SECONDS)
@@ -258,7 +256,7 @@ def test_leaderboard_ranks_and_ties(site: Site, driver: Any) -> None:
         [cell.text for cell in row.find_elements(By.CSS_SELECTOR, "td, th")]
         for row in driver.find_elements(By.CSS_SELECTOR, "table.board tbody tr")
     ]
-    board = site.engine.leaderboard(GUILD, week="2026-W48")
+    board = site.engine.boards.leaderboard(GUILD, week="2026-W48")
     expected = [[str(r.rank), r.user, str(r.points)] for r in board.rows]
     assert [[rank, user.removesuffix(" you"), points] for rank, user, points in rows] == expected
     ranks = {user.removesuffix(" you"): int(rank) for rank, user, _ in rows}
@@ -276,7 +274,7 @@ def test_public_community_without_link(site: Site, driver: Any) -> None:
 
     driver.get(f"{site.base}/c/console/open/board?week=2026-W48")
     rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "table.board tbody tr")]
-    expected = site.engine.leaderboard(OPEN, week="2026-W48").rows
+    expected = site.engine.boards.leaderboard(OPEN, week="2026-W48").rows
     assert rows == [f"{r.rank} {r.user} {r.points}" for r in expected]
     assert [r.rank for r in expected] == [1, 1]  # Eve and Fay tie; Gus scored nothing
     assert status(f"{site.base}/c/console/open/me")[0] == 404  # nobody's own page without their link
@@ -289,7 +287,7 @@ def test_member_page_after_console_answers(site: Site, driver: Any) -> None:
     driver.get(member_link(site, "Ann"))
     assert driver.find_element(By.TAG_NAME, "h1").text == "Ann's progress"
     text = body_text(driver)
-    score = site.engine.score(site.engine.leaderboard(GUILD) and _ann())
+    score = site.engine.boards.score(site.engine.boards.leaderboard(GUILD) and _ann())
     assert f"{score.total_points} points" in text
     assert "fundamentals" in text or driver.find_elements(By.CSS_SELECTOR, "#topics + .scroll table")
     missed = site.engine.bank.get(site.names["missed"])
@@ -431,7 +429,7 @@ def test_pages_pass_axe_accessibility_check(site: Site, driver: Any) -> None:
 
 
 def test_discord_and_slack_render_the_links() -> None:
-    """The link line is worded once (bot/core/wording.py); Discord shows it in the embed,
+    """The link line is worded once (bot/core/wording/boards.py); Discord shows it in the embed,
     Slack as a <url|label> link so the token is never read as mrkdwn."""
     from bot.core import wording
     from bot.core.values import ConfigCard, ScoreCard, StatsLine
@@ -467,12 +465,12 @@ def test_page_values_on_sqlite_and_postgresql(engine: StudyEngine, clock: FakeCl
     other.handle("/config channel console")
     _answer(other, "Zed", _daily(other), True)
 
-    board = engine.leaderboard_page(GUILD, "2026-W48", 1, "ann")
+    board = engine.web.leaderboard_page(GUILD, "2026-W48", 1, "ann")
     assert [(r.rank, r.user) for r in board.rows] == [(1, "Ann"), (1, "Bob")]
     assert board.members == 2 and board.highlight == "Ann" and board.previous_week == "2026-W47"
-    assert board.next_week is None and engine.leaderboard_page(GUILD, "all").scope == "all"
+    assert board.next_week is None and engine.web.leaderboard_page(GUILD, "all").scope == "all"
 
-    page = engine.member_page(GUILD, "ann")
+    page = engine.web.member_page(GUILD, "ann")
     assert page.score.user == "Ann" and page.weeks[-1].week == "2026-W48" and page.weeks[-1].points > 0
     assert sum(t.answered for t in page.topics) == 2 and sum(t.correct for t in page.topics) == 1
     (missed,) = page.missed
@@ -483,18 +481,18 @@ def test_page_values_on_sqlite_and_postgresql(engine: StudyEngine, clock: FakeCl
     assert sorted(c.why for c in missed.choices) == sorted(c.why for c in question.choices)
     assert [c.count for c in missed.choices].count(1) == 1 and missed.chosen != missed.answer
 
-    bank = engine.bank_page(GUILD)
+    bank = engine.web.bank_page(GUILD)
     assert [q.question_id for q in bank.questions] == [first]  # the second is the open round
     assert bank.hidden == len(engine.bank.questions) - 1
 
-    assert engine.demos_page(GUILD).demos == ()
-    admin = engine.admin_page(GUILD)
+    assert engine.web.demos_page(GUILD).demos == ()
+    admin = engine.web.admin_page(GUILD)
     assert ("web", "private") in admin.settings and admin.next_close is not None
-    engine.config(GUILD, "web", "public")
-    found = engine.web_community(GUILD)
+    engine.admin.config(GUILD, "web", "public")
+    found = engine.web.web_community(GUILD)
     assert found is not None and found.public
-    assert engine.web_community(CommunityRef("console", "nobody")) is None
-    assert [r.user for r in engine.leaderboard_page(CommunityRef("console", "elsewhere")).rows] == ["Zed"]
+    assert engine.web.web_community(CommunityRef("console", "nobody")) is None
+    assert [r.user for r in engine.web.leaderboard_page(CommunityRef("console", "elsewhere")).rows] == ["Zed"]
 
 
 # ------------------------------------------------------------ issue 27: the web side
@@ -794,21 +792,21 @@ def test_admin_link_names_its_admin_and_losing_the_right_revokes_it(site: Site) 
     chat.handle("/config channel console")
     _answer(chat, "Kim", _daily(chat), True)
     kim_member = _link_in(chat.handle("/score"), site.base)
-    kim_admin = site.engine.configure(club, "show", None, kim).link  # type: ignore[union-attr]
-    lee_admin = site.engine.configure(club, "show", None, lee).link  # type: ignore[union-attr]
+    kim_admin = site.engine.admin.configure(club, "show", None, kim).link  # type: ignore[union-attr]
+    lee_admin = site.engine.admin.configure(club, "show", None, lee).link  # type: ignore[union-attr]
     assert kim_admin and lee_admin and kim_admin != lee_admin
     assert site.links.read(kim_admin.split("/s/")[1].split("/")[0]).holder == "kim"
     assert status(kim_admin)[0] == 200 and status(lee_admin)[0] == 200
     # a member who may only look (Slack's /studybot-config show by a non-admin): no link, and Kim's old one goes
-    card = site.engine.configure(club, "show", None, None, kim)
+    card = site.engine.admin.configure(club, "show", None, None, kim)
     assert card.link is None  # type: ignore[union-attr]
     _revoked(kim_admin)
     assert status(lee_admin)[0] == 200 and status(kim_member)[0] == 200
     # a refused /config (Discord without Manage Server) revokes Lee's the same way
-    assert site.engine.config_refused(lee, "Only admins.").text == "Only admins."
+    assert site.engine.admin.config_refused(lee, "Only admins.").text == "Only admins."
     _revoked(lee_admin)
     # given the right again, a new link opens
-    again = site.engine.configure(club, "show", None, kim).link  # type: ignore[union-attr]
+    again = site.engine.admin.configure(club, "show", None, kim).link  # type: ignore[union-attr]
     assert again is not None and status(again)[0] == 200
     nobody = site.links.token(club, "kim", admin=True).replace('"u"', "")  # not a token: any change breaks it
     assert status(f"{site.base}/s/{nobody}/admin")[0] == 403

@@ -26,7 +26,7 @@ def file_name(kind: str, who: str) -> str:
     return f"studybot-{kind}-{slug}.apkg"
 
 
-class AnkiExportMixin(EngineBase):
+class AnkiExport(EngineBase):
     """`/review export` and the web page's two deck links (read-only units of work)."""
 
     def _missed_entries(self, tx: StoreTx, member_id: int) -> tuple[BankEntry, ...]:
@@ -34,22 +34,22 @@ class AnkiExportMixin(EngineBase):
         no longer in the bank is left out), its choices lettered as that miss's round showed them."""
         seen: set[str] = set()
         entries = []
-        for question_id, _shown, order_text, _when in tx.missed_answers(member_id, MISSED_ROWS):
-            if question_id in seen:
+        for miss in tx.answers.missed_answers(member_id, MISSED_ROWS):
+            if miss.question_id in seen:
                 continue
-            seen.add(question_id)
-            question = self._find(question_id, tx)
+            seen.add(miss.question_id)
+            question = self._find(miss.question_id, tx)
             if question is not None:
-                order = codec.parse_order(order_text, len(question.choices))
+                order = codec.parse_order(miss.choice_order, len(question.choices))
                 entries.append(pages.bank_entry(question, order))
         return tuple(entries)
 
     def review_export(self, user: UserRef) -> AnkiDeck | Notice:
         """The member's missed questions as an Anki deck; a Notice when they missed none."""
         with self.store.read() as tx:
-            config = tx.find_community(user.platform, user.community_id)
-            found = None if config is None else tx.member_named(config.id, user.user_id)
-            entries = () if found is None else self._missed_entries(tx, found[0])
+            config = tx.communities.find_community(user.platform, user.community_id)
+            found = None if config is None else tx.members.member_named(config.id, user.user_id)
+            entries = () if found is None else self._missed_entries(tx, found.id)
         if not entries:
             return Notice(wording.ANKI_NOTHING_MISSED)
         return AnkiDeck("misses", MISSES_DECK, file_name("misses", user.display_name), entries)
@@ -57,19 +57,19 @@ class AnkiExportMixin(EngineBase):
     def missed_deck(self, community: CommunityRef, user_id: str) -> AnkiDeck:
         """The web page's link: a member's missed questions (an empty deck when none)."""
         with self.store.read() as tx:
-            config = tx.find_community(community.platform, community.community_id)
-            found = None if config is None else tx.member_named(config.id, user_id)
+            config = tx.communities.find_community(community.platform, community.community_id)
+            found = None if config is None else tx.members.member_named(config.id, user_id)
             if found is None:
-                raise NotFound("This member has not answered anything here yet.")
-            entries = self._missed_entries(tx, found[0])
-        return AnkiDeck("misses", MISSES_DECK, file_name("misses", found[1]), entries)
+                raise NotFound(wording.NOTHING_ANSWERED_YET)
+            entries = self._missed_entries(tx, found.id)
+        return AnkiDeck("misses", MISSES_DECK, file_name("misses", found.name), entries)
 
     def bank_deck(self, community: CommunityRef) -> AnkiDeck:
         """The community's revealed bank (what its bank page shows, every topic) as a deck."""
         with self.store.read() as tx:
-            config = tx.find_community(community.platform, community.community_id)
+            config = tx.communities.find_community(community.platform, community.community_id)
             if config is None:
-                raise NotFound("There is no such community.")
+                raise NotFound(wording.NO_SUCH_COMMUNITY)
             shown = pages.shown_questions(tx, config.id, self.bank)
         entries = tuple(pages.bank_entry(question) for question in shown)
         return AnkiDeck("bank", BANK_DECK, file_name("bank", config.name), entries)

@@ -4,42 +4,40 @@ in /config and on the admin page). StudyEngine (bot/core/engine.py) mixes this i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
 from bot.core import scoring
-from bot.core.bank import Question
 from bot.core.calibration import calibration
 from bot.core.community import CommunityConfig
-from bot.core.engine_base import EngineBase
+from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput
 from bot.core.item_analysis import UNANSWERED, ItemStats, TopThirds, flags_kept, wanted_picks
 from bot.core.ports import StoreTx
-from bot.core.streak_repair import StreakState
+from bot.core.practice import Practice
+from bot.core.streak_repair import Streaks
 from bot.core.text import clean_name
-from bot.core.values import CommunityRef, HomeCard, LeaderboardCard, ScoreCard, StatsLine, TopicLevel, UserRef
+from bot.core.values import CommunityRef, HomeCard, LeaderboardCard, ScoreCard, StatsLine, UserRef
 
 
-class BoardsMixin(EngineBase):
+class Boards(EngineBase):
     """Scores, the member's Home, leaderboards and the questions the item analysis flags."""
 
-    # Provided by StreakRepairMixin.
-    _streak_state: Callable[[StoreTx, CommunityConfig, int, datetime], StreakState]
-    # Provided by PracticeMixin.
-    _levels: Callable[[dict[str, tuple[float, int]]], tuple[TopicLevel, ...]]
-    difficulty: Callable[[list[Question], dict[str, tuple[float, int]]], dict[str, float]]
+    def __init__(self, shared: Shared, streaks: Streaks, practice: Practice) -> None:
+        super().__init__(shared)
+        self.streaks = streaks
+        self.practice = practice
 
     # ---------------------------------------------------------- scores, boards
 
     def score(self, user: UserRef) -> ScoreCard:
         now = self.now()
         with self.store.read() as tx:
-            community = tx.find_community(user.platform, user.community_id)
-            member_id = tx.find_member(community.id, user.user_id) if community else None
-            return self._score_card(tx, user, community, member_id, now)
+            community = tx.communities.find_community(user.platform, user.community_id)
+            member_id = tx.members.find_member(community.id, user.user_id) if community else None
+            return self.score_card(tx, user, community, member_id, now)
 
-    def _score_card(
+    def score_card(
         self, tx: StoreTx, user: UserRef, community: CommunityConfig | None, member_id: int | None, now: datetime
     ) -> ScoreCard:
         """`score` in a unit of work already open (the member page's), the community and the
@@ -49,12 +47,12 @@ class BoardsMixin(EngineBase):
         if community is None or member_id is None:
             empty = StatsLine(0, 0)
             return ScoreCard(name, week, 0, None, 0, empty, empty, 0, 0, 0)
-        stats = tx.answer_stats(member_id)
-        total = tx.points_total(member_id)
-        mine = tx.week_rank(community.id, week, member_id)  # (points, rank): not the whole board
-        streaks = self._streak_state(tx, community, member_id, now)  # repaired days counted
-        due = tx.reviews_due(member_id, now)
-        levels = self._levels(tx.member_ratings(member_id))
+        stats = tx.answers.answer_stats(member_id)
+        total = tx.members.points_total(member_id)
+        mine = tx.boards.week_rank(community.id, week, member_id)  # not the whole board
+        streaks = self.streaks.state(tx, community, member_id, now)  # repaired days counted
+        due = tx.reviews.reviews_due(member_id, now)
+        levels = self.practice.levels(tx.ratings.member_ratings(member_id))
 
         def line(kinds: tuple[str, ...]) -> StatsLine:
             answered = sum(stats.get((k, c), 0) for k in kinds for c in (True, False))
@@ -63,8 +61,8 @@ class BoardsMixin(EngineBase):
         return ScoreCard(
             user=name,
             week=week,
-            week_points=mine[0] if mine else 0,
-            week_rank=mine[1] if mine else None,
+            week_points=mine.points if mine else 0,
+            week_rank=mine.rank if mine else None,
             total_points=total,
             daily=line(("daily",)),
             practice=line(("practice", "review")),
@@ -73,7 +71,7 @@ class BoardsMixin(EngineBase):
             reviews_due=due,
             link=self._member_link(user, tx, community.id),
             levels=levels,
-            calibration=calibration(tx.confidence_counts(member_id=member_id)),
+            calibration=calibration(tx.confidence.confidence_counts(member_id=member_id)),
             repaired=streaks.repaired,
             repair=streaks.offer,
         )
@@ -90,10 +88,10 @@ class BoardsMixin(EngineBase):
             except ValueError as exc:
                 raise InvalidInput(str(exc)) from None
         with self.store.read() as tx:
-            config = tx.find_community(community.platform, community.community_id)
+            config = tx.communities.find_community(community.platform, community.community_id)
             tz = config.timezone if config else self.default_timezone
             scope = "all" if all_time else (week or scoring.iso_week(self.now(), tz))
-            board = [] if config is None else scoring.rank_rows(tx.board(config.id, None if all_time else scope))
+            board = [] if config is None else scoring.rank_rows(tx.boards.board(config.id, None if all_time else scope))
         return LeaderboardCard(community=community.community_id, scope=scope, rows=tuple(r for _, r in board))
 
     def leaderboard_for(self, community: CommunityRef, scope: str | None = None) -> LeaderboardCard:
@@ -110,17 +108,17 @@ class BoardsMixin(EngineBase):
         now = self.now()
         with self.store.write() as tx:
             config = self._community(tx, community)
-            if not tx.claim_week(config.id, week, now):
+            if not tx.boards.claim_week(config.id, week, now):
                 return None
-            board = scoring.rank_rows(tx.board(config.id, week))
+            board = scoring.rank_rows(tx.boards.board(config.id, week))
             if config.channel_id is not None:
-                tx.enqueue(config.id, config.channel_id, "leaderboard", week, now)
-            flagged = tuple(stats.question_id for stats in self._flagged(tx, config.id))
+                tx.outbox.enqueue(config.id, config.channel_id, "leaderboard", week, now)
+            flagged = tuple(stats.question_id for stats in self.flagged(tx, config.id))
         return LeaderboardCard(
             community=community.community_id, scope=week, rows=tuple(r for _, r in board), flagged=flagged
         )
 
-    def _flagged(self, tx: StoreTx, community_id: int) -> list[ItemStats]:
+    def flagged(self, tx: StoreTx, community_id: int) -> list[ItemStats]:
         """The community's questions the item analysis flags (a likely wrong key, too easy, a
         distractor nobody picks), from its members' answers; unanswered ones are not news.
         It reads the figures kept with every answer (a few rows) and, for the questions few get
@@ -128,9 +126,9 @@ class BoardsMixin(EngineBase):
         the last read could have changed the verdict (bot/core/item_analysis.py)."""
         found = []
         questions = self._pool(tx, community_id)
-        ratings = self.difficulty(questions, tx.question_ratings(q.id for q in questions))
-        changed = tx.item_changed(community_id)  # before the counts: a later change is seen as one
-        counts = tx.item_counts(community_id)
+        ratings = self.practice.difficulty(questions, tx.ratings.question_ratings(q.id for q in questions))
+        changed = tx.item_stats.item_changed(community_id)  # before the counts: a later change is seen as one
+        counts = tx.item_stats.item_counts(community_id)
         wanted = wanted_picks(questions, counts)
         memo: TopThirds | None = self.__dict__.get("_top_thirds")
         if memo is None:
@@ -138,7 +136,7 @@ class BoardsMixin(EngineBase):
         thirds, stale = memo.take(community_id, questions, changed, counts, wanted)
         if stale:
             outside = sorted({c.question_id for c in counts} - {q.id for q in questions})
-            read = tx.item_top_thirds(community_id, stale, outside)
+            read = tx.item_stats.item_top_thirds(community_id, stale, outside)
             memo.put(community_id, questions, changed, counts, read)
             thirds.update((third.question_id, third) for third in read)
         for stats in flags_kept(questions, counts, thirds, ratings=ratings):
@@ -147,14 +145,14 @@ class BoardsMixin(EngineBase):
                 found.append(replace(stats, flags=flags))
         return found
 
-    def _flag_alerts(self, tx: StoreTx, community_id: int) -> tuple[str, ...]:
-        flagged = self._flagged_lines(tx, community_id, self.now())
+    def flag_alerts(self, tx: StoreTx, community_id: int) -> tuple[str, ...]:
+        flagged = self.flagged_lines(tx, community_id, self.now())
         return tuple(f"Question {line}" for _, lines in flagged for line in lines)
 
-    def _flagged_lines(self, tx: StoreTx, community_id: int, now: datetime) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    def flagged_lines(self, tx: StoreTx, community_id: int, now: datetime) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """Each flagged question with what the item analysis says of it, choices by their text."""
         found = []
-        for stats in self._flagged(tx, community_id):
+        for stats in self.flagged(tx, community_id):
             question = self._find(stats.question_id, tx)
             texts = [c.text for c in question.choices] if question else []
             found.append((stats.question_id, tuple(stats.describe(texts))))

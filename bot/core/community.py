@@ -4,13 +4,13 @@ rules for changing them from chat."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bot.core import timing
+from bot.core import timing, wording
 from bot.core.bank import TOPICS
 from bot.core.errors import InvalidInput
 from bot.core.numbers import ascii_int
+from bot.core.records import SettingChange
 
 CONFIG_KEYS = ("channel", "timezone", "daily_time", "window_hours", "topics", "paused", "web")
 # What chat commands may say instead (Discord's and Slack's /config use the short names).
@@ -43,50 +43,50 @@ class CommunityConfig:
         )
 
 
-def parse_setting(key: str, value: str | None) -> tuple[str, Any]:
-    """`/config KEY VALUE` -> (the stored column, its value); a sentence for anything else."""
+def parse_setting(key: str, value: str | None) -> SettingChange:
+    """`/config KEY VALUE` -> the setting to store; a sentence for anything else."""
     key = key.strip().lower().replace("-", "_")
     key = CONFIG_ALIASES.get(key, key)
     if key not in CONFIG_KEYS:
-        raise InvalidInput(f"Unknown setting '{key[:40]}'. Settings: {', '.join(CONFIG_KEYS)}.")
+        raise InvalidInput(wording.unknown_setting(key, CONFIG_KEYS))
     text = (value or "").strip()
     if not text:
-        raise InvalidInput(f"Give a value: /config {key} VALUE.")
+        raise InvalidInput(wording.give_a_value(key))
     if key == "channel":  # "#study" names the channel study: the '#' is how chat writes it
         channel = text.lstrip("#").strip()
         if not channel:
-            raise InvalidInput(f"Give a channel's name: /config {key} NAME.")
-        return "channel_id", channel[:64]
+            raise InvalidInput(wording.give_a_channel(key))
+        return SettingChange("channel_id", channel[:64])
     if key == "timezone":
         try:
             ZoneInfo(text)
         except (ZoneInfoNotFoundError, ValueError):
-            raise InvalidInput(f"'{text[:60]}' is not an IANA time zone such as Europe/Berlin.") from None
-        return "timezone", text
+            raise InvalidInput(wording.not_a_time_zone(text)) from None
+        return SettingChange("timezone", text)
     if key == "daily_time":
         try:
-            return "daily_time", timing.parse_daily_time(text).strftime("%H:%M")
+            return SettingChange("daily_time", timing.parse_daily_time(text).strftime("%H:%M"))
         except ValueError:
-            raise InvalidInput(f"'{text[:20]}' is not a time of day like 09:00.") from None
+            raise InvalidInput(wording.not_a_time_of_day(text)) from None
     if key == "window_hours":
         hours = ascii_int(text)
         if hours is None or not 1 <= hours <= 48:
-            raise InvalidInput("window_hours must be a whole number of hours from 1 to 48.")
-        return "window_hours", hours
+            raise InvalidInput(wording.WINDOW_HOURS_RANGE)
+        return SettingChange("window_hours", hours)
     if key == "topics":
         if text.lower() == "all":
-            return "topics", ""
+            return SettingChange("topics", "")
         topics = [t.strip().lower() for t in text.split(",") if t.strip()]
         unknown = [t for t in topics if t not in TOPICS]
         if unknown:
-            raise InvalidInput(f"Unknown topic '{unknown[0][:40]}'. Topics: {', '.join(TOPICS)}.")
-        return "topics", ",".join(dict.fromkeys(topics))
+            raise InvalidInput(wording.unknown_topic(unknown[0], TOPICS))
+        return SettingChange("topics", ",".join(dict.fromkeys(topics)))
     if key == "web":
         if text.lower() in ("public", "private"):
-            return "web_public", text.lower() == "public"
-        raise InvalidInput("web must be public or private.")
+            return SettingChange("web_public", text.lower() == "public")
+        raise InvalidInput(wording.WEB_PUBLIC_OR_PRIVATE)
     if text.lower() in ("on", "true", "yes", "1"):
-        return "paused", True
+        return SettingChange("paused", True)
     if text.lower() in ("off", "false", "no", "0"):
-        return "paused", False
-    raise InvalidInput("paused must be on or off.")
+        return SettingChange("paused", False)
+    raise InvalidInput(wording.PAUSED_ON_OR_OFF)

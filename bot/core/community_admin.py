@@ -5,16 +5,18 @@ CSV export and the list of communities. StudyEngine (bot/core/engine.py) mixes t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
 
 from bot.core import wording
+from bot.core.boards import Boards
 from bot.core.community import CONFIG_ALIASES, CommunityConfig, parse_setting
-from bot.core.engine_base import EngineBase
+from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput, NotFound
 from bot.core.fsrs_community import config_pair
 from bot.core.numbers import ascii_int
+from bot.core.outbox import Outbox
 from bot.core.ports import StoreTx
-from bot.core.records import OutboxRecord
+from bot.core.practice import Practice
+from bot.core.rounds import Rounds
 from bot.core.text import clean_name
 from bot.core.values import (
     AlreadyOpen,
@@ -39,16 +41,15 @@ REMOVAL_PAUSED = "paused-by-removal"
 ADMIN_PAUSED = "paused-before"
 
 
-class CommunityAdminMixin(EngineBase):
+class CommunityAdmin(EngineBase):
     """/forget-me, /config and the export, for StudyEngine."""
 
-    # Provided by RoundsMixin, OutboxMixin, BoardsMixin and PracticeMixin.
-    open_daily: Callable[[ChannelRef], QuestionCard | AlreadyOpen]
-    _alerts: Callable[[StoreTx, Sequence[OutboxRecord]], list[str]]
-    _flag_alerts: Callable[[StoreTx, int], tuple[str, ...]]
-    suggestion_queue: Callable[[CommunityRef], SuggestionQueue]
-    remove_question: Callable[[CommunityRef, str], Notice]
-    decide_suggestion: Callable[[CommunityRef, int, str, str | None], SuggestionDecided | Notice]
+    def __init__(self, shared: Shared, rounds: Rounds, outbox: Outbox, boards: Boards, practice: Practice) -> None:
+        super().__init__(shared)
+        self.rounds = rounds
+        self.outbox = outbox
+        self.boards = boards
+        self.practice = practice
 
     # --------------------------------------------------------- forget, config
 
@@ -59,16 +60,16 @@ class CommunityAdminMixin(EngineBase):
         name = clean_name(user.display_name)
         now = self.now()
         with self.store.write() as tx:
-            community = tx.find_community(user.platform, user.community_id)
-            member_id = tx.find_member(community.id, user.user_id) if community else None
-            answers = 0 if member_id is None else tx.answer_count(member_id)
+            community = tx.communities.find_community(user.platform, user.community_id)
+            member_id = tx.members.find_member(community.id, user.user_id) if community else None
+            answers = 0 if member_id is None else tx.answers.answer_count(member_id)
             if not confirm:
                 return ConfirmForget(user=name, answers=answers)
             if member_id is not None:
-                tx.mark_forgotten(tx.open_daily_answered_by(member_id, now), self._forget_key(user))
-                tx.delete_member(member_id, wording.FORGOTTEN_MEMBER)
+                tx.members.mark_forgotten(tx.members.open_daily_answered_by(member_id, now), self._forget_key(user))
+                tx.members.delete_member(member_id, wording.FORGOTTEN_MEMBER)
             if community is not None:  # someone who only asked for demos has no member row
-                tx.forget_user(community.id, user.user_id, wording.FORGOTTEN_MEMBER)
+                tx.members.forget_user(community.id, user.user_id, wording.FORGOTTEN_MEMBER)
                 # every link they were sent stops opening
                 self._revoke_links(tx, community.id, user, ("member", "admin"))
         log.info("forgot a member of %s/%s (%s answers)", user.platform, user.community_id, answers)
@@ -90,8 +91,8 @@ class CommunityAdminMixin(EngineBase):
         with self.store.write() as tx:
             current = self._community(tx, community)
             link = self._admin_link_for(tx, current.id, admin, asker)
-            alerts = tuple(self._alerts(tx, tx.undelivered(current.id)))
-            alerts += self._flag_alerts(tx, current.id)
+            alerts = tuple(self.outbox.alerts(tx, tx.outbox.undelivered(current.id)))
+            alerts += self.boards.flag_alerts(tx, current.id)
             if key is None:
                 return ConfigCard(
                     community=current.name,
@@ -99,8 +100,7 @@ class CommunityAdminMixin(EngineBase):
                     alerts=alerts,
                     link=link,
                 )
-            column, stored = parse_setting(key, value)
-            updated = tx.update_community(current.id, column, stored)
+            updated = tx.communities.change_setting(current.id, parse_setting(key, value))
             fsrs = config_pair(tx, current.id)
         return ConfigCard(
             community=updated.name,
@@ -134,10 +134,10 @@ class CommunityAdminMixin(EngineBase):
             return self.config(community, "paused", "off", admin, asker)
         if word in ("post-now", "post_now", "postnow"):
             with self.store.read() as tx:
-                current = tx.find_community(community.platform, community.community_id)
+                current = tx.communities.find_community(community.platform, community.community_id)
             if current is None or current.channel_id is None:
-                return Notice("No channel is set for this community: set one with /config channel first.")
-            return self.open_daily(ChannelRef(community.platform, community.community_id, current.channel_id))
+                return Notice(wording.NO_CHANNEL_SET)
+            return self.rounds.open_daily(ChannelRef(community.platform, community.community_id, current.channel_id))
         if word in ("suggestions", "approve", "reject", "note", "remove"):
             return self._queue_command(community, word, value)
         return self.config(community, CONFIG_ALIASES.get(word, word), value, admin, asker)
@@ -148,7 +148,7 @@ class CommunityAdminMixin(EngineBase):
         admin's new link."""
         with self.store.write() as tx:
             current = self._community(tx, community)
-            tx.advance_link_version(current.id, "")
+            tx.links.advance_link_version(current.id, "")
             link = self._admin_link_for(tx, current.id, admin, None)
             fsrs = config_pair(tx, current.id)
         log.info("rotated the web links of %s/%s", community.platform, community.community_id)
@@ -158,7 +158,7 @@ class CommunityAdminMixin(EngineBase):
         """The platform refused `user` a /config (they may not configure): the refusal, and
         any admin link they were sent before stops opening (their own member link still does)."""
         with self.store.write() as tx:
-            community = tx.find_community(user.platform, user.community_id)
+            community = tx.communities.find_community(user.platform, user.community_id)
             if community is not None:
                 self._admin_link_for(tx, community.id, None, user)
         return Notice(refusal)
@@ -180,21 +180,21 @@ class CommunityAdminMixin(EngineBase):
         """`/config suggestions`, `/config approve|reject N`, `/config note N TEXT`,
         `/config remove QUESTION-ID`."""
         if word == "suggestions":
-            return self.suggestion_queue(community)
+            return self.practice.suggestion_queue(community)
         target, _, rest = (value or "").strip().partition(" ")
         if word == "remove":
             if not target:
-                raise InvalidInput("Say which question: /config remove QUESTION-ID.")
-            return self.remove_question(community, target)
+                raise InvalidInput(wording.SAY_WHICH_QUESTION)
+            return self.practice.remove_question(community, target)
         number = ascii_int(target.lstrip("#"))
         if number is None:
-            raise InvalidInput(f"Say which suggestion: /config {word} NUMBER{' NOTE' if word == 'note' else ''}.")
+            raise InvalidInput(wording.say_which_suggestion(word))
         with self.store.read() as tx:  # the number members and admins see is the community's own
-            found = tx.find_community(community.platform, community.community_id)
-            suggestion_id = tx.suggestion_by_number(found.id, number) if found else None
+            found = tx.communities.find_community(community.platform, community.community_id)
+            suggestion_id = tx.suggestions.suggestion_by_number(found.id, number) if found else None
         if suggestion_id is None:
-            raise NotFound(f"There is no suggestion #{number} in this community.")
-        return self.decide_suggestion(community, suggestion_id, word, rest.strip() or None)
+            raise NotFound(wording.no_such_suggestion(number))
+        return self.practice.decide_suggestion(community, suggestion_id, word, rest.strip() or None)
 
     # ------------------------------------------------- removed and invited back
 
@@ -212,10 +212,10 @@ class CommunityAdminMixin(EngineBase):
         with self.store.write() as tx:
             current = self._community(tx, community)
             if not current.paused:
-                current = tx.update_community(current.id, "paused", True)
-                tx.state_put(key, REMOVAL_PAUSED, now)
-            elif tx.state_get(key) != REMOVAL_PAUSED:
-                tx.state_put(key, ADMIN_PAUSED, now)
+                current = tx.communities.set_paused(current.id, True)
+                tx.platform.state_put(key, REMOVAL_PAUSED, now)
+            elif tx.platform.state_get(key) != REMOVAL_PAUSED:
+                tx.platform.state_put(key, ADMIN_PAUSED, now)
         log.info("removed from %s/%s: paused", community.platform, community.community_id)
         return ConfigCard(community=current.name, settings=current.as_pairs(), changed="paused")
 
@@ -226,11 +226,11 @@ class CommunityAdminMixin(EngineBase):
         key = self._removal_key(community)
         with self.store.write() as tx:
             current = self._community(tx, community)
-            resumed = current.paused and tx.state_get(key) == REMOVAL_PAUSED
+            resumed = current.paused and tx.platform.state_get(key) == REMOVAL_PAUSED
             if resumed:
-                current = tx.update_community(current.id, "paused", False)
-            if tx.state_get(key):
-                tx.state_put(key, "", now)
+                current = tx.communities.set_paused(current.id, False)
+            if tx.platform.state_get(key):
+                tx.platform.state_put(key, "", now)
         log.info(
             "back in %s/%s: %s",
             community.platform,
@@ -242,15 +242,15 @@ class CommunityAdminMixin(EngineBase):
     def communities(self) -> list[tuple[CommunityRef, CommunityConfig]]:
         """Every community the bot knows, with its settings (for the scheduler)."""
         with self.store.read() as tx:
-            return tx.communities()
+            return tx.communities.all()
 
     def export_rows(self, community: CommunityRef) -> list[dict[str, object]]:
         """Every answer in a community, one dict each (for CSV export); choices as shown."""
         with self.store.read() as tx:
-            config = tx.find_community(community.platform, community.community_id)
+            config = tx.communities.find_community(community.platform, community.community_id)
             if config is None:
-                raise NotFound(f"No community '{community.community_id}' on {community.platform}.")
-            rows = tx.export(config.id)
+                raise NotFound(wording.no_community_on(community.platform, community.community_id))
+            rows = tx.answers.export(config.id)
         return [
             {
                 "answered_at": r.answered_at.isoformat(),

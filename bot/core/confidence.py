@@ -1,6 +1,6 @@
 """How sure a member was of an answer: given once, after the click (the Sure / Unsure buttons
 of the private feedback) or with the answer (the console's `b sure`); it changes no points.
-StudyEngine (bot/core/engine.py) mixes this in.
+The Confidence service records it; its rules are bot/core/confidence_rules.py.
 
 The FSRS grade of a review follows it: wrong -> Again, right and unsure -> Hard, right and
 sure -> Good, right and sure within FAST of the review being shown -> Easy; an answer without
@@ -12,86 +12,36 @@ also when the question already had a review card the answer did not touch."""
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime, timedelta
 
 from fsrs import Rating
 
 from bot.core import review as spaced
 from bot.core import wording
-from bot.core.engine_base import EngineBase
+from bot.core.confidence_rules import decode_confidence, grade
+from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput, NotFound
+from bot.core.fsrs_community import CommunityFsrs
 from bot.core.ports import StoreTx
 from bot.core.records import ConfidenceContext
+from bot.core.rounds import Rounds
 from bot.core.timing import as_utc
 from bot.core.values import (
-    AlreadyAnswered,
     AlreadyNoted,
-    AnswerFeedback,
-    ChannelRef,
     ConfidenceNoted,
-    Notice,
-    RoundClosed,
     UserRef,
 )
 
 log = logging.getLogger(__name__)
 
 # A button's id: "sb1:cf:<round>:<s|u>" (well under Discord's 100 characters).
-CONFIDENCE_PREFIX = "sb1:cf:"
-_CONFIDENCE_RE = re.compile(r"sb1:cf:([1-9][0-9]{0,17}):([su])")
-WORDS = {"sure": True, "unsure": False}
-# A right, sure answer to a review this soon after it was shown is graded Easy.
-FAST = timedelta(seconds=20)
-
-
-def encode_confidence(round_id: int, sure: bool) -> str:
-    if round_id < 1:
-        raise ValueError(f"no confidence button for round {round_id}")
-    return f"{CONFIDENCE_PREFIX}{round_id}:{'s' if sure else 'u'}"
-
-
-def decode_confidence(text: object) -> tuple[int, bool] | None:
-    """(round id, sure) from a button id, or None for anything not exactly one of ours."""
-    if not isinstance(text, str) or len(text) > 100:
-        return None
-    match = _CONFIDENCE_RE.fullmatch(text)
-    if match is None:
-        return None
-    return int(match.group(1)), match.group(2) == "s"
-
-
-def grade(correct: bool, sure: bool | None, kind: str, seconds: float | None = None) -> Rating:
-    """The FSRS rating of an answer: `sure` None when no confidence was given."""
-    if not correct:
-        return Rating.Again
-    if sure is None:
-        return Rating.Good
-    if not sure:
-        return Rating.Hard
-    if kind == "review" and seconds is not None and 0 <= seconds <= FAST.total_seconds():
-        return Rating.Easy
-    return Rating.Good
-
-
-def split_confidence(text: str) -> tuple[str, bool | None]:
-    """`b sure` -> ("b", True); a line without a trailing sure/unsure comes back as it was."""
-    words = text.split()
-    if len(words) >= 2 and words[-1].lower() in WORDS:
-        return " ".join(words[:-1]), WORDS[words[-1].lower()]
-    return text, None
-
-
-class ConfidenceMixin(EngineBase):
+class Confidence(EngineBase):
     """How sure a member was, and the review re-graded by it, for StudyEngine."""
 
-    # Provided by FsrsMixin and RoundsMixin.
-    community_parameters: Callable[[int], tuple[float, ...] | None]
-    answer_text: Callable[
-        [UserRef, ChannelRef | None, str, str | None], AnswerFeedback | AlreadyAnswered | RoundClosed | Notice | None
-    ]
+    def __init__(self, shared: Shared, fsrs: CommunityFsrs, rounds: Rounds) -> None:
+        super().__init__(shared)
+        self.fsrs = fsrs
+        self.rounds = rounds
 
     def confidence_button(self, user: UserRef, custom_id: str) -> ConfidenceNoted | AlreadyNoted:
         """A press of Sure or Unsure under the feedback: its id says the round."""
@@ -105,35 +55,20 @@ class ConfidenceMixin(EngineBase):
         review the answer made (or, sure and wrong, bring the question back tomorrow)."""
         now = self.now()
         with self.store.write() as tx:
-            community = tx.find_community(user.platform, user.community_id)
-            member_id = None if community is None else tx.find_member(community.id, user.user_id)
-            found = None if member_id is None else tx.confidence_context(round_id, member_id)
+            community = tx.communities.find_community(user.platform, user.community_id)
+            member_id = None if community is None else tx.members.find_member(community.id, user.user_id)
+            found = None if member_id is None else tx.confidence.confidence_context(round_id, member_id)
             if found is None:
                 raise NotFound(wording.NO_ANSWER_TO_RATE)
-            if found.confidence is not None or not tx.set_confidence(round_id, found.member_id, _word(sure)):
-                again = tx.confidence_context(round_id, found.member_id)
+            if found.confidence is not None or not tx.confidence.set_confidence(round_id, found.member_id, _word(sure)):
+                again = tx.confidence.confidence_context(round_id, found.member_id)
                 stored = found.confidence or (again.confidence if again else None) or _word(sure)
                 return AlreadyNoted(round_id, found.number, stored == "sure")
             # the community's fitted FSRS parameters, as the click's review used them
-            parameters = None if community is None else self.community_parameters(community.id)
+            parameters = None if community is None else self.fsrs.community_parameters(community.id)
             rating, due = self._regrade(tx, found, sure, now, parameters)
         log.info("round %s: member %s was %s (%s)", round_id, found.member_id, _word(sure), rating)
         return ConfidenceNoted(round_id, found.number, sure, found.correct, rating, due)
-
-    def answer_line(
-        self, user: UserRef, channel: ChannelRef, text: str, reply_to: str | None = None
-    ) -> AnswerFeedback | AlreadyAnswered | RoundClosed | Notice | None:
-        """A text answer that may end in how sure the member was (`b sure`, `daily b unsure`):
-        the answer as `answer_text` decides it (`reply_to`: the post replied to, if any), then
-        the confidence recorded with it (one call)."""
-        rest, sure = split_confidence(text)
-        if sure is None:
-            return self.answer_text(user, channel, text, reply_to)
-        answered = self.answer_text(user, channel, rest, reply_to)
-        if not isinstance(answered, AnswerFeedback):
-            return answered
-        noted = self.confide(user, answered.round_id, sure)
-        return replace(answered, noted=noted) if isinstance(noted, ConfidenceNoted) else answered
 
     # ------------------------------------------------------------ the review
 
@@ -147,7 +82,7 @@ class ConfidenceMixin(EngineBase):
     ) -> tuple[str | None, datetime | None]:
         """Redo the review this answer made with the grade its confidence gives; returns the
         grade FSRS was given and when the card is due (None, None: no card was touched)."""
-        state = tx.review_state(found.member_id, found.question_id)
+        state = tx.reviews.review_state(found.member_id, found.question_id)
         if state is None:
             return None, None
         answered_at = as_utc(found.answered_at)
@@ -157,13 +92,13 @@ class ConfidenceMixin(EngineBase):
         rating = grade(found.correct, sure, found.kind, seconds)
         if by_this and found.review_before is not None and rating != Rating.Good and found.correct:
             new_state, due = spaced.after_grade(found.review_before, rating, answered_at, parameters)
-            tx.update_review(found.member_id, found.question_id, new_state, due)
+            tx.reviews.update_review(found.member_id, found.question_id, new_state, due)
             return rating.name, due
         if by_this:  # the click's own grade stands (Again for a miss, Good without re-grading)
             return rating.name, spaced.due_of(state)
         if sure and not found.correct:  # an existing card this answer did not review: tomorrow
             new_state, due = spaced.after_grade(state, Rating.Again, now, parameters)
-            tx.update_review(found.member_id, found.question_id, new_state, due)
+            tx.reviews.update_review(found.member_id, found.question_id, new_state, due)
             return Rating.Again.name, due
         return None, None
 

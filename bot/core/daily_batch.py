@@ -6,16 +6,15 @@ this in."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from bot.core import scoring
 from bot.core.bank import Question
 from bot.core.community import CommunityConfig
-from bot.core.engine_base import EngineBase
+from bot.core.engine_base import EngineBase, Shared
 from bot.core.records import NewDaily, NewPost
-from bot.core.rounds import channel_daily_key, daily_key, low_bank_note, new_daily
+from bot.core.rounds import Rounds, channel_daily_key, daily_key, low_bank_note, new_daily
 from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, QuestionCard
 
 log = logging.getLogger(__name__)
@@ -32,11 +31,14 @@ class _Planned:
     unasked_left: int
 
 
-class DailyBatchMixin(EngineBase):
+class DailyBatch(EngineBase):
     """`open_dailies`, for StudyEngine."""
 
-    # Provided by RoundsMixin.
-    _pick_daily: Callable[[CommunityConfig, list[Question], dict[str, datetime]], tuple[Question, int]]
+    def __init__(self, shared: Shared, rounds: Rounds) -> None:
+        super().__init__(shared)
+        self.rounds = rounds
+
+
 
     def open_dailies(self, wanted: Sequence[tuple[ChannelRef, bool]]) -> list[QuestionCard | AlreadyOpen]:
         """Open today's round in each channel (`late` as `open_daily` takes it), each at most
@@ -46,7 +48,7 @@ class DailyBatchMixin(EngineBase):
         now = self.now()
         results: dict[int, QuestionCard | AlreadyOpen] = {}
         with self.store.write() as tx:
-            configs = tx.find_communities({CommunityRef(c.platform, c.community_id) for c, _ in wanted})
+            configs = tx.communities.find_communities({CommunityRef(c.platform, c.community_id) for c, _ in wanted})
             asks: list[tuple[ChannelRef, bool, CommunityConfig, str, str]] = []
             for channel, late in wanted:
                 ref = CommunityRef(channel.platform, channel.community_id)
@@ -59,13 +61,13 @@ class DailyBatchMixin(EngineBase):
                 channel_daily_key(community.id, channel.channel_id, day): key
                 for channel, _, community, day, key in asks
             }
-            existing = tx.daily_round_ids([*(key for *_, key in asks), *legacy])
+            existing = tx.dailies.daily_round_ids([*(key for *_, key in asks), *legacy])
             for old, key in legacy.items():  # a round opened under the per-channel key counts too
                 if old in existing:
                     existing.setdefault(key, existing[old])
             fresh = {community.id for _, _, community, _, key in asks if key not in existing}
-            with_own = tx.with_approved_questions(fresh)
-            last_asked = tx.dailies_last_asked(fresh)
+            with_own = tx.dailies.with_approved_questions(fresh)
+            last_asked = tx.dailies.dailies_last_asked(fresh)
             own: dict[int, list[Question]] = {}
             planned: dict[str, _Planned] = {}
             already: list[tuple[int, int, str]] = []  # (index, round id, day) of rounds open already
@@ -80,20 +82,20 @@ class DailyBatchMixin(EngineBase):
                 if community.id not in own:
                     own[community.id] = self._community_questions(tx, community.id) if community.id in with_own else []
                 asked = last_asked.setdefault(community.id, {})
-                question, unasked_left = self._pick_daily(community, own[community.id], asked)
+                question, unasked_left = self.rounds.pick_daily(community, own[community.id], asked)
                 asked[question.id] = now  # a second channel of the community picks as if after it
                 new = new_daily(community, channel.channel_id, question, day, now, late)
                 planned[key] = _Planned(index, channel, new, question, unasked_left)
-            opened = tx.insert_dailies([plan.new for plan in planned.values()])
-            rows = tx.rounds(opened.values())
-            taken = tx.daily_round_ids(key for key in planned if key not in opened)  # by another process
+            opened = tx.dailies.insert_dailies([plan.new for plan in planned.values()])
+            rows = tx.rounds.many(opened.values())
+            taken = tx.dailies.daily_round_ids(key for key in planned if key not in opened)  # by another process
             for key, plan in planned.items():
                 if key not in opened:
                     already.append((plan.index, taken.get(key, 0), plan.new.local_date))
             for index, key, day in repeats:
                 already.append((index, opened.get(key) or taken.get(key, 0), day))
-            known = tx.rounds(round_id for _, round_id, _ in already)  # their numbers
-            tx.enqueue_posts(
+            known = tx.rounds.many(round_id for _, round_id, _ in already)  # their numbers
+            tx.dailies.enqueue_posts(
                 [
                     NewPost(
                         plan.new.community_id,

@@ -13,7 +13,7 @@ from datetime import timedelta
 from bot.core import wording
 from bot.core.demo_request import parse_demo, parse_question_demo
 from bot.core.demo_result import progress_card
-from bot.core.engine_base import EngineBase
+from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput
 from bot.core.guesses import takes_guesses
 from bot.core.records import DemoJobRecord
@@ -49,17 +49,12 @@ def _rows(progress: str) -> int:
     return len(rows) if isinstance(rows, list) else 0
 
 
-def _duration(span: timedelta) -> str:
-    seconds = max(1, int(span.total_seconds()))
-    if seconds < 90:
-        return f"{seconds} s"
-    return f"{round(seconds / 60)} min"
-
-
-class DemoJobsMixin(EngineBase):
+class DemoJobs(EngineBase):
     """/demo requests and what the demo runners report, for StudyEngine."""
 
-    demos: DemoPolicy
+    def __init__(self, shared: Shared, policy: DemoPolicy | None = None) -> None:
+        super().__init__(shared)
+        self.policy = policy or DemoPolicy()
 
     # ------------------------------------------------------------------- demos
 
@@ -73,7 +68,9 @@ class DemoJobsMixin(EngineBase):
         member who clicked, under the same cooldown and queue rules as /demo. A round of another
         community (or none) reads as a stale button; an open round keeps its demo until the reveal."""
         with self.store.read() as tx:
-            found = tx.answer_context(round_id, user.user_id, user.platform, user.community_id, self._forget_key(user))
+            found = tx.answers.answer_context(
+                round_id, user.user_id, user.platform, user.community_id, self._forget_key(user)
+            )
             if found is None:  # no such round in this community
                 raise InvalidInput(wording.STALE_BUTTON)
             row = found.round
@@ -89,23 +86,18 @@ class DemoJobsMixin(EngineBase):
         name = clean_name(user.display_name)
         with self.store.write() as tx:
             community = self._community(tx, user)
-            last = tx.last_demo_at(community.id, user.user_id, BOT_FAILURES)
-            cooldown = timedelta(seconds=self.demos.cooldown_s)
+            last = tx.demos.last_demo_at(community.id, user.user_id, BOT_FAILURES)
+            cooldown = timedelta(seconds=self.policy.cooldown_s)
             if last is not None and now - last < cooldown:
                 wait = int((last + cooldown - now).total_seconds()) + 1
-                raise InvalidInput(
-                    f"You asked for a demo {_duration(now - last)} ago; one per member every "
-                    f"{_duration(cooldown)}, so the next one is possible in {_duration(timedelta(seconds=wait))}."
-                )
-            if tx.demos_waiting(community.id) >= self.demos.max_waiting:
-                raise InvalidInput(
-                    f"{self.demos.max_waiting} demos are already waiting here; ask again when one has finished."
-                )
-            job_id = tx.add_demo(
+                raise InvalidInput(wording.demo_too_soon(now - last, cooldown, timedelta(seconds=wait)))
+            if tx.demos.demos_waiting(community.id) >= self.policy.max_waiting:
+                raise InvalidInput(wording.demos_waiting(self.policy.max_waiting))
+            job_id = tx.demos.add_demo(
                 community.id, channel.channel_id, user.user_id, name, request.module, request.args, now
             )
-            position = tx.demo_position(job_id, community.id)
-            queued = tx.get_demo(job_id)
+            position = tx.demos.demo_position(job_id, community.id)
+            queued = tx.demos.get_demo(job_id)
         log.info("queued demo %s (%s) for %s at position %s", job_id, request.module, channel, position)
         guesses = takes_guesses(request.module, request.args)
         return DemoQueued(
@@ -121,7 +113,7 @@ class DemoJobsMixin(EngineBase):
     def demo_message(self, job_id: int, message_ref: str) -> None:
         """The platform's reference of the message that announced a queued demo (to edit)."""
         with self.store.write() as tx:
-            tx.set_demo_ref(job_id, message_ref)
+            tx.demos.set_demo_ref(job_id, message_ref)
 
     def claim_demo(
         self, worker: str, backend: str, serves: Callable[[CommunityRef], bool] | None = None
@@ -130,7 +122,7 @@ class DemoJobsMixin(EngineBase):
         only of a community it accepts (a shard process runs its own guilds' demos)."""
         accepts = None if serves is None else (lambda platform, community: serves(CommunityRef(platform, community)))
         with self.store.write() as tx:
-            return tx.claim_demo(worker, backend, self.now(), accepts)
+            return tx.demos.claim_demo(worker, backend, self.now(), accepts)
 
     def demo_progress(self, job_id: int, progress: dict[str, object]) -> DemoProgressCard | None:
         """Keep a running demo's progress (`total`, `info`, `rows`); the card shows it. Progress
@@ -139,11 +131,11 @@ class DemoJobsMixin(EngineBase):
         rows = progress.get("rows")
         count = len(rows) if isinstance(rows, list) else 0
         with self.store.write() as tx:
-            job = tx.get_demo(job_id)
+            job = tx.demos.get_demo(job_id)
             if job is None or job.state != "running" or count < _rows(job.progress):
                 return None
-            tx.set_demo_progress(job_id, json.dumps(progress))
-            job = tx.get_demo(job_id)
+            tx.demos.set_demo_progress(job_id, json.dumps(progress))
+            job = tx.demos.get_demo(job_id)
         return None if job is None else progress_card(job)
 
     def demo_finished(self, job_id: int, result: dict[str, object], chart_path: str | None) -> bool:
@@ -167,24 +159,24 @@ class DemoJobsMixin(EngineBase):
     ) -> bool:
         now = self.now()
         with self.store.write() as tx:
-            if not tx.finish_demo(job_id, state, now, result, chart_path, error, failure):
+            if not tx.demos.finish_demo(job_id, state, now, result, chart_path, error, failure):
                 return False
-            job = tx.get_demo(job_id)
+            job = tx.demos.get_demo(job_id)
             if job is not None:
-                tx.enqueue(job.community_id, job.channel_id, "demo", str(job_id), now)
+                tx.outbox.enqueue(job.community_id, job.channel_id, "demo", str(job_id), now)
         log.info("demo %s %s%s", job_id, state, f": {error}" if error else "")
         return True
 
     def interrupted_demos(
         self,
-        reason: str = "the bot restarted while it ran; ask again with /demo.",
+        reason: str = wording.DEMO_INTERRUPTED,
         serves: Callable[[CommunityRef], bool] | None = None,
     ) -> int:
         """At start: demos left running by a process that stopped are failed, and their
         askers told in the channel (with `serves`, only its communities': another shard
         process's running demos are its own). Returns how many."""
         with self.store.read() as tx:
-            running = [tx.get_demo(job_id) for job_id in tx.demo_ids(("running",))]
+            running = [tx.demos.get_demo(job_id) for job_id in tx.demos.demo_ids(("running",))]
         mine = [
             job.id
             for job in running
@@ -195,4 +187,4 @@ class DemoJobsMixin(EngineBase):
     def demo_jobs(self, limit: int = 50) -> list[DemoJobRecord]:
         """The newest demo jobs, newest first (for `studybot jobs`)."""
         with self.store.read() as tx:
-            return tx.recent_demos(limit)
+            return tx.demos.recent_demos(limit)

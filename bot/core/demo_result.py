@@ -24,9 +24,8 @@ def result_card(module: str, data: dict[str, Any], chart: str | None, wall_s: fl
         return _checkpoint(data, chart, wall_s)
     if module == "demos.estimate" and isinstance(data.get("without"), dict):
         return _estimate(data, wall_s)
-    return DemoResultCard(
-        module, f"Result of {module}", ("result",), ((json.dumps(data, default=str)[:1500],),), (), chart, wall_s, data
-    )
+    raw = ((json.dumps(data, default=str)[:1500],),)
+    return DemoResultCard(module, wording.result_title(module), ("result",), raw, (), chart, wall_s, data)
 
 
 CHECKPOINT_HEADER = (
@@ -116,12 +115,12 @@ def _checkpoint(data: dict[str, Any], chart: str | None, wall_s: float) -> DemoR
         notes.append(wording.demo_spread_note(any(r.get("step_ms_wide") for r in data["results"])))
     if data.get("device") == "cpu":
         notes.append(wording.DEMO_CPU_TIMES_NOTE)
-    notes.append(f"Ran in {wall_s:.1f} s.")
+    notes.append(wording.ran_in(wall_s))
     charts = chart_files(data, chart)
     shape = wording.demo_shape(data)
     return DemoResultCard(
         module="demos.checkpoint",
-        title=f"Checkpoint demo on {data.get('device', '?')} (torch {data.get('torch', '?')}){shape}:",
+        title=wording.checkpoint_title(data.get("device", "?"), data.get("torch", "?"), shape),
         header=CHECKPOINT_HEADER,
         rows=rows,
         notes=tuple(n for n in notes if n),
@@ -144,10 +143,7 @@ def _estimate(data: dict[str, Any], wall_s: float) -> DemoResultCard:
     )
     return DemoResultCard(
         module="demos.estimate",
-        title=(
-            f"Estimated peak of one training step: {data.get('preset')} batch {data.get('batch')} x "
-            f"{data.get('seq')} tokens, {data.get('dtype')} (fake tensors, nothing allocated):"
-        ),
+        title=wording.estimate_title(data),
         header=("", "without GiB", "with GiB"),
         rows=rows,
         notes=tuple(wording.estimate_notes(data)),
@@ -194,7 +190,7 @@ def progress_card(job: DemoJobRecord) -> DemoProgressCard:
         module=job.module,
         channel=ChannelRef(job.platform, job.community, job.channel_id),
         message_ref=job.message_ref,
-        title=f"{job.module.removeprefix('demos.')} for {job.user_name}",
+        title=wording.progress_for(job.module, job.user_name),
         header=CHECKPOINT_HEADER if is_checkpoint else ("step",),
         rows=checkpoint_rows(rows) if is_checkpoint else tuple((str(i + 1),) for i in range(len(rows))),
         done=len(rows),
@@ -205,7 +201,7 @@ def progress_card(job: DemoJobRecord) -> DemoProgressCard:
 def outcome_card(job: DemoJobRecord) -> DemoResultCard | DemoFailedCard:
     """What is posted when a demo ends: its result table, or why it did not finish."""
     if job.state != "done" or not job.result:
-        reason = job.error or "it stopped without a result."
+        reason = job.error or wording.DEMO_NO_RESULT
         return DemoFailedCard(
             job_id=job.id, number=job.number, module=job.module, text=reason, message_ref=job.message_ref
         )

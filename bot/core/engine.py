@@ -1,12 +1,16 @@
-"""StudyEngine: one method per use case; plain values in, cards out. It never sends anything:
-what must be posted in a channel is written to the outbox in the same unit of work as the
-decision, and a platform's deliverer sends it (bot/delivery.py).
+"""StudyEngine: the feature services built once and wired to each other, plus the few calls
+that belong to no feature. Each service takes the services it needs in its constructor; this
+is the one place they are put together (the process's composition root, bot/wiring.py, builds
+the engine from Settings). It never sends anything: what must be posted in a channel is
+written to the outbox in the same unit of work as the decision, and a platform's deliverer
+sends it (bot/delivery.py).
 
-The use cases live in mixins named for what they hold, all on EngineBase (engine_base.py):
-rounds.py (daily round, answers, reveal), practice.py (/quiz, /review, members' questions),
-boards.py (scores, leaderboards), outbox.py, web_pages.py, community_admin.py (/config,
-/forget-me, export), demo_jobs.py and anki_export.py (decks for Anki). This module composes
-them and sets their attributes."""
+The services, each in the module named for what it holds: answers.py (a click, a line of
+text), rounds.py (the daily round, scoring, the reveal), daily_batch.py (rounds due together),
+confidence.py, guesses.py, practice.py (/quiz, /review, members' questions), boards.py
+(scores, the Home, leaderboards), streak_repair.py, fsrs_community.py, outbox.py,
+web_pages.py, community_admin.py (/config, /forget-me, export), demo_jobs.py,
+schedule_reads.py, anki_export.py, opened_views.py."""
 
 from __future__ import annotations
 
@@ -14,25 +18,28 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from bot.core import wording
-from bot.core.anki_export import AnkiExportMixin
-from bot.core.bank import Bank, Question
-from bot.core.boards import BoardsMixin
-from bot.core.community_admin import CommunityAdminMixin
-from bot.core.confidence import ConfidenceMixin
-from bot.core.daily_batch import DailyBatchMixin
-from bot.core.demo_jobs import DemoJobsMixin, DemoPolicy
+from bot.core.anki_export import AnkiExport
+from bot.core.answers import Answers
+from bot.core.bank import Bank
+from bot.core.boards import Boards
+from bot.core.community_admin import CommunityAdmin
+from bot.core.confidence import Confidence
+from bot.core.daily_batch import DailyBatch
+from bot.core.demo_jobs import DemoJobs, DemoPolicy
+from bot.core.engine_base import Shared
 from bot.core.errors import InvalidInput
-from bot.core.fsrs_community import FsrsMixin
-from bot.core.guesses import GuessesMixin
-from bot.core.opened_views import OpenedViewsMixin
-from bot.core.outbox import DeliveryPolicy, OutboxMixin
+from bot.core.fsrs_community import CommunityFsrs
+from bot.core.guesses import Guesses
+from bot.core.opened_views import OpenedViews
+from bot.core.outbox import DeliveryPolicy, Outbox
 from bot.core.ports import Links, Store
-from bot.core.practice import PracticeMixin, PracticePolicy, SuggestionPolicy
-from bot.core.rounds import RoundsMixin
-from bot.core.schedule_reads import ScheduleReadsMixin
-from bot.core.streak_repair import StreakRepairMixin
+from bot.core.practice import Practice, PracticePolicy, SuggestionPolicy
+from bot.core.rounds import Rounds
+from bot.core.schedule_reads import ScheduleReads
+from bot.core.streak_repair import Streaks
+from bot.core.timing import as_utc
 from bot.core.values import Notice
-from bot.core.web_pages import WebPagesMixin
+from bot.core.web_pages import WebPages
 
 __all__ = ["DeliveryPolicy", "DemoPolicy", "StudyEngine", "utcnow"]
 
@@ -41,26 +48,10 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-# A mixin that declares a method another one defines (its "Provided by" lines) comes after
-# the one defining it, so that the engine's methods keep their full signatures for mypy.
-class StudyEngine(
-    FsrsMixin,
-    StreakRepairMixin,
-    GuessesMixin,
-    PracticeMixin,
-    BoardsMixin,
-    RoundsMixin,
-    DailyBatchMixin,
-    ConfidenceMixin,
-    OutboxMixin,
-    WebPagesMixin,
-    CommunityAdminMixin,
-    DemoJobsMixin,
-    ScheduleReadsMixin,
-    AnkiExportMixin,
-    OpenedViewsMixin,
-):
-    """The study bot's rules. Each public method is one use case and one unit of work."""
+class StudyEngine:
+    """The study bot's rules, as feature services: `engine.rounds.open_daily(...)`,
+    `engine.answers.click(...)`, `engine.boards.leaderboard(...)`. Each service method is one
+    use case and one unit of work."""
 
     def __init__(
         self,
@@ -76,19 +67,49 @@ class StudyEngine(
         practice: PracticePolicy | None = None,
         suggestions: SuggestionPolicy | None = None,
     ) -> None:
-        self.store = store
-        self.bank = bank
-        self.clock = clock
-        self.default_timezone = default_timezone
-        self.default_window_hours = default_window_hours
-        self.delivery = delivery or DeliveryPolicy()
-        self.forget_salt = forget_salt
-        self.demos = demos or DemoPolicy()
-        self.links = links  # signs links to the web page (/score, /config), when it has a URL
-        self.practice = practice or PracticePolicy()
-        self.suggestion_policy = suggestions or SuggestionPolicy()
-        self._member_questions: dict[str, tuple[Question, int]] = {}  # approved members' questions
-        self._fsrs_memo: dict[int, tuple[float, tuple[float, ...] | None]] = {}  # fitted FSRS parameters
+        shared = Shared(store, bank, clock, default_timezone, default_window_hours, forget_salt, links)
+        self.shared = shared
+        self.fsrs = CommunityFsrs(shared)
+        self.streaks = Streaks(shared)
+        self.guesses = Guesses(shared)
+        self.practice = Practice(shared, practice, suggestions)
+        self.boards = Boards(shared, self.streaks, self.practice)
+        self.rounds = Rounds(shared, self.practice, self.fsrs, self.streaks, self.boards)
+        self.dailies = DailyBatch(shared, self.rounds)
+        self.confidence = Confidence(shared, self.fsrs, self.rounds)
+        self.answers = Answers(self.rounds, self.confidence, self.boards)
+        self.outbox = Outbox(shared, self.rounds, self.boards, self.practice, self.guesses, delivery)
+        self.web = WebPages(shared, self.outbox, self.boards)
+        self.admin = CommunityAdmin(shared, self.rounds, self.outbox, self.boards, self.practice)
+        self.demos = DemoJobs(shared, demos)
+        self.schedule = ScheduleReads(shared)
+        self.anki = AnkiExport(shared)
+        self.views = OpenedViews(shared)
+
+    # ------------------------------------------------------ what services share
+
+    @property
+    def store(self) -> Store:
+        return self.shared.store
+
+    @property
+    def bank(self) -> Bank:
+        return self.shared.bank
+
+    @property
+    def links(self) -> Links | None:
+        return self.shared.links
+
+    @links.setter
+    def links(self, links: Links | None) -> None:
+        self.shared.links = links
+
+    @property
+    def delivery(self) -> DeliveryPolicy:
+        return self.outbox.delivery
+
+    def now(self) -> datetime:
+        return as_utc(self.shared.clock())
 
     # ---------------------------------------------------------- text commands
 
@@ -101,8 +122,8 @@ class StudyEngine(
     def platform_state(self, key: str) -> str | None:
         """What an adapter stored under `key` (the command tree's hash last synced), if anything."""
         with self.store.read() as tx:
-            return tx.state_get(key)
+            return tx.platform.state_get(key)
 
     def set_platform_state(self, key: str, value: str) -> None:
         with self.store.write() as tx:
-            tx.state_put(key[:100], value[:500], self.now())
+            tx.platform.state_put(key[:100], value[:500], self.now())

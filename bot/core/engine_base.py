@@ -1,6 +1,8 @@
-"""EngineBase: the attributes and helpers every part of StudyEngine shares; the use-case
-mixins (rounds, practice, boards, outbox, web pages, community admin, demo jobs) inherit it
-and StudyEngine (bot/core/engine.py) composes them. It imports none of them.
+"""EngineBase: what every feature service shares (`Shared`: the store, the bank, the clock,
+the community defaults, the policies) and the helpers that find a community, a member, a
+question and a round's card. Each service (rounds, practice, boards, outbox, ...) is built on
+it with the other services it needs passed to its constructor; StudyEngine
+(bot/core/engine.py) builds them all once. It imports none of them.
 
 A community's bank is the shipped bank plus its approved members' questions (never another
 community's). An approved question keeps its row when an admin removes it, so rounds that
@@ -10,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from bot.core import choices as codec
 from bot.core import suggestions as forms
+from bot.core import wording
 from bot.core.bank import Bank, Question
 from bot.core.community import CommunityConfig
 from bot.core.errors import NotFound
@@ -26,18 +30,60 @@ from bot.core.values import ChannelRef, CommunityRef, LinkVersions, QuestionCard
 FORMER_MEMBER = "a former member"
 
 
-class EngineBase:
-    """What every use case of StudyEngine shares: its collaborators (set by StudyEngine's
-    __init__) and the helpers that find a community, a member, a question and a round's card."""
+@dataclass
+class Shared:
+    """What every service reads: one instance per engine, so that a policy or the links set on
+    the engine (a test does) reach every service, and an approved member's question cached by
+    one is found by all."""
 
     store: Store
     bank: Bank
     clock: Callable[[], datetime]
-    default_timezone: str
-    default_window_hours: int
-    forget_salt: str
-    links: Links | None
-    _member_questions: dict[str, tuple[Question, int]]  # approved members' questions
+    default_timezone: str = "UTC"
+    default_window_hours: int = 12
+    forget_salt: str = "studybot"
+    links: Links | None = None  # signs links to the web page (/score, /config), when it has a URL
+    member_questions: dict[str, tuple[Question, int]] = field(default_factory=dict)
+
+
+class EngineBase:
+    """The base of every feature service: `Shared`'s collaborators read through, and the
+    helpers that find a community, a member, a question and a round's card."""
+
+    def __init__(self, shared: Shared) -> None:
+        self.shared = shared
+
+    @property
+    def store(self) -> Store:
+        return self.shared.store
+
+    @property
+    def bank(self) -> Bank:
+        return self.shared.bank
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self.shared.clock
+
+    @property
+    def default_timezone(self) -> str:
+        return self.shared.default_timezone
+
+    @property
+    def default_window_hours(self) -> int:
+        return self.shared.default_window_hours
+
+    @property
+    def forget_salt(self) -> str:
+        return self.shared.forget_salt
+
+    @property
+    def links(self) -> Links | None:
+        return self.shared.links
+
+    @property
+    def _member_questions(self) -> dict[str, tuple[Question, int]]:
+        return self.shared.member_questions
 
     # ----------------------------------------------------------------- helpers
 
@@ -46,7 +92,7 @@ class EngineBase:
 
     def _community(self, tx: StoreTx, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig:
         """The community's settings, creating it with the defaults on first use."""
-        return tx.ensure_community(
+        return tx.communities.ensure_community(
             ref.platform,
             ref.community_id,
             clean_name(ref.community_id),
@@ -61,16 +107,16 @@ class EngineBase:
         never seen gets an id no row has (-1), so its query finds nothing."""
         if community is None:
             return None
-        config = tx.find_community(community.platform, community.community_id)
+        config = tx.communities.find_community(community.platform, community.community_id)
         return -1 if config is None else config.id
 
     def _member(self, tx: StoreTx, community_id: int, user: UserRef) -> int:
-        return tx.upsert_member(community_id, user.user_id, clean_name(user.display_name), self.now())
+        return tx.members.upsert_member(community_id, user.user_id, clean_name(user.display_name), self.now())
 
     def _question(self, question_id: str, tx: StoreTx | None = None) -> Question:
         question = self._find(question_id, tx)
         if question is None:
-            raise NotFound("That question is no longer in the bank, so it cannot be answered.")
+            raise NotFound(wording.QUESTION_GONE)
         return question
 
     @staticmethod
@@ -106,7 +152,7 @@ class EngineBase:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def _link_versions(self, tx: StoreTx, community_id: int, holder: str) -> LinkVersions:
-        found = tx.link_versions(community_id, ("", holder))
+        found = tx.links.link_versions(community_id, ("", holder))
         return LinkVersions(community=found.get("", 0), holder=found.get(holder, 0))
 
     def _member_link(self, user: UserRef, tx: StoreTx, community_id: int) -> str | None:
@@ -123,7 +169,7 @@ class EngineBase:
             return None
         ref = CommunityRef(admin.platform, admin.community_id)
         holder = self._link_holder(ref, admin.user_id, "admin")
-        tx.note_link_holder(community_id, holder)
+        tx.links.note_link_holder(community_id, holder)
         return self.links.admin(ref, admin.user_id, self._link_versions(tx, community_id, holder))
 
     def _revoke_links(self, tx: StoreTx, community_id: int, user: UserRef, roles: tuple[str, ...]) -> bool:
@@ -134,7 +180,7 @@ class EngineBase:
         changed = False
         for role in roles:
             holder = self._link_holder(ref, user.user_id, role)
-            changed |= tx.advance_link_version(community_id, holder, create=role == "member")
+            changed |= tx.links.advance_link_version(community_id, holder, create=role == "member")
         return changed
 
     # ------------------------------------------------------------ the bank
@@ -149,9 +195,9 @@ class EngineBase:
             return None
         if tx is None:
             with self.store.read() as read:
-                record = read.suggestion_by_question(question_id)
+                record = read.suggestions.suggestion_by_question(question_id)
         else:
-            record = tx.suggestion_by_question(question_id)
+            record = tx.suggestions.suggestion_by_question(question_id)
         if record is None or record.question_id is None:
             return None
         question = forms.from_body(record.question_id, record.topic, record.body, f"suggestion:{record.id}")
@@ -165,7 +211,7 @@ class EngineBase:
     def _community_questions(self, tx: StoreTx, community_id: int) -> list[Question]:
         """The community's approved members' questions still asked, oldest first."""
         found = []
-        for record in tx.suggestions(community_id, ("approved",)):
+        for record in tx.suggestions.suggestions(community_id, ("approved",)):
             if record.question_id:
                 question = forms.from_body(record.question_id, record.topic, record.body, f"suggestion:{record.id}")
                 self._member_questions[record.question_id] = (question, community_id)
@@ -179,7 +225,7 @@ class EngineBase:
         """Who wrote a member's question (None for the shipped bank's)."""
         if not question_id.startswith(forms.ID_PREFIX) or self.bank.get(question_id) is not None:
             return None
-        record = tx.suggestion_by_question(question_id)
+        record = tx.suggestions.suggestion_by_question(question_id)
         if record is None:
             return None
         return clean_name(record.author_name) if record.author_name else FORMER_MEMBER

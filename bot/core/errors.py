@@ -1,14 +1,15 @@
-"""Errors a user may be told about. Anything else is a bug: logged, and answered with an id."""
+"""Errors a member may be told about: the user-facing branch of the bot's one hierarchy
+(bot/errors.py). Anything that is not a BotError is a bug: logged, and answered with an id."""
 
 from __future__ import annotations
 
+from bot.errors import BotError, SendFailed
 
-class StudyBotError(Exception):
+__all__ = ["BankError", "InvalidInput", "NotFound", "SendFailed", "StoreUnavailable", "StudyBotError"]
+
+
+class StudyBotError(BotError):
     """An error whose message is written for the user who caused it."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class InvalidInput(StudyBotError):
@@ -31,15 +32,3 @@ class BankError(StudyBotError):
         head = f"The question bank has {count} problem{'s' if count != 1 else ''}"
         super().__init__(head + ":\n" + "\n".join(problems))
         self.problems = problems
-
-
-class SendFailed(Exception):
-    """A platform could not deliver a post. `permanent`: trying again cannot help (an unknown
-    channel, a missing permission); otherwise it is retried, after `retry_after` seconds when
-    the platform said so (a rate limit)."""
-
-    def __init__(self, reason: str, permanent: bool = False, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.permanent = permanent
-        self.retry_after = retry_after

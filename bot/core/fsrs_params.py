@@ -11,10 +11,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from fsrs import Card, Rating, Scheduler
+from fsrs import Rating
 from fsrs.scheduler import DEFAULT_PARAMETERS, LOWER_BOUNDS_PARAMETERS, UPPER_BOUNDS_PARAMETERS
 
-from bot.core.confidence import grade
+from bot.core.confidence_rules import grade
+from bot.core.records import AnsweredReview, FsrsFit
 
 Parameters = tuple[float, ...]
 
@@ -23,22 +24,6 @@ Parameters = tuple[float, ...]
 MIN_REVIEWS = 512
 MAX_PER_CARD = 64
 DEFAULTS: Parameters = tuple(float(w) for w in DEFAULT_PARAMETERS)
-_EPSILON = 1e-7
-
-
-@dataclass(frozen=True)
-class AnsweredReview:
-    """One answer as the review log reads it: whose card (member and question), what kind of
-    round, right or wrong, when, how sure the member said they were (None: not said) and when
-    its round was shown (for a fast answer's Easy)."""
-
-    member_id: int
-    question_id: str
-    kind: str
-    correct: bool
-    answered_at: datetime
-    confidence: str | None = None
-    opened_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -120,23 +105,6 @@ def reviews_needed(log: Iterable[LoggedReview]) -> int:
     return max(0, MIN_REVIEWS - counted_reviews(log))
 
 
-def log_loss(log: Iterable[LoggedReview], parameters: Sequence[float] | None = None) -> tuple[float, int]:
-    """The mean log loss of the recall FSRS predicts with `parameters` (None: the defaults)
-    on every counted review of the log (recalled: any rating but Again), and how many."""
-    scheduler = Scheduler(parameters=tuple(parameters) if parameters is not None else DEFAULTS, enable_fuzzing=False)
-    total = 0.0
-    count = 0
-    for card_id, reviews in by_card(log).items():
-        card = Card(card_id=card_id, due=reviews[0].at)
-        for review in reviews:
-            if card.last_review is not None and (review.at - card.last_review).days > 0:
-                p = min(max(float(scheduler.get_card_retrievability(card, review.at)), _EPSILON), 1 - _EPSILON)
-                total -= math.log(p) if review.rating != Rating.Again else math.log(1 - p)
-                count += 1
-            card, _ = scheduler.review_card(card, Rating(review.rating), review.at)
-    return (total / count if count else math.nan), count
-
-
 def valid(parameters: Sequence[float]) -> bool:
     """Whether a parameter list is one the fsrs scheduler accepts (the right length, in bounds)."""
     return len(parameters) == len(DEFAULTS) and all(
@@ -177,9 +145,9 @@ class FitRequest:
         return max(0, MIN_REVIEWS - self.counted)
 
 
-def in_use(row: tuple[str | None, datetime | None, int] | None) -> FsrsInUse:
-    """What the stored row (parameters JSON, fitted at, reviews) means; no row: the defaults."""
+def in_use(row: FsrsFit | None) -> FsrsInUse:
+    """What the stored fit means; no row: the defaults."""
     if row is None:
         return FsrsInUse()
-    parameters = decode_parameters(row[0])
-    return FsrsInUse(parameters, row[1] if parameters else None, row[2] if parameters else 0)
+    parameters = decode_parameters(row.parameters)
+    return FsrsInUse(parameters, row.fitted_at if parameters else None, row.reviews if parameters else 0)

@@ -89,7 +89,7 @@ def parse_console_guess(text: str) -> int | None:
     return number - 1 if number is not None and 1 <= number <= BANDS else None
 
 
-class GuessesMixin(EngineBase):
+class Guesses(EngineBase):
     """Members' guesses on a queued checkpoint demo, and the result's line on them."""
 
     def guess(self, user: UserRef, job_id: int, band: int) -> Notice:
@@ -99,7 +99,7 @@ class GuessesMixin(EngineBase):
             raise InvalidInput(wording.CONSOLE_GUESS_USAGE)
         now = self.now()
         with self.store.write() as tx:
-            job = tx.get_demo(job_id)
+            job = tx.demos.get_demo(job_id)
             if (
                 job is None
                 or (job.platform, job.community) != (user.platform, user.community_id)
@@ -109,7 +109,7 @@ class GuessesMixin(EngineBase):
             if first_figure_in(job):
                 return Notice(wording.GUESS_CLOSED)
             member_id = self._member(tx, job.community_id, user)
-            earlier = tx.add_guess(job_id, job.community_id, member_id, band, now)
+            earlier = tx.guesses.add_guess(job_id, job.community_id, member_id, band, now)
         if earlier is not None:
             return Notice(wording.guess_stands(earlier))
         log.info("guess %s on demo %s", band, job_id)
@@ -129,23 +129,23 @@ class GuessesMixin(EngineBase):
         if band is None:
             raise InvalidInput(wording.CONSOLE_GUESS_USAGE + ".")
         with self.store.read() as tx:
-            community = tx.find_community(user.platform, user.community_id)
-            job_id = None if community is None else tx.open_checkpoint_demo(community.id, channel.channel_id)
-            job = None if job_id is None else tx.get_demo(job_id)
+            community = tx.communities.find_community(user.platform, user.community_id)
+            job_id = None if community is None else tx.guesses.open_checkpoint_demo(community.id, channel.channel_id)
+            job = None if job_id is None else tx.demos.get_demo(job_id)
         if job is None or not takes_guesses(job.module, job.args):
             return Notice(wording.GUESS_NONE_OPEN)
         return self.guess(user, job.id, band)
 
     @staticmethod
-    def _with_guesses(tx: StoreTx, card: DemoResultCard | DemoFailedCard) -> DemoResultCard | DemoFailedCard:
+    def with_guesses(tx: StoreTx, card: DemoResultCard | DemoFailedCard) -> DemoResultCard | DemoFailedCard:
         """A checkpoint result with a line naming who guessed right, when anyone guessed."""
         if not isinstance(card, DemoResultCard) or card.job_id is None or card.module != "demos.checkpoint":
             return card
-        guesses = tx.demo_guesses(card.job_id)
+        guesses = tx.guesses.demo_guesses(card.job_id)
         if not guesses:
             return card
         saving = measured_saving(card.data)
         band = band_of(saving) if saving is not None else 0
-        winners = tuple(name for name, guessed in guesses if saving is not None and guessed == band)
+        winners = tuple(guess.name for guess in guesses if saving is not None and guess.band == band)
         line = wording.guess_result(saving, band, winners, len(guesses))
         return replace(card, notes=(*card.notes, line))

@@ -18,13 +18,13 @@ log = logging.getLogger(__name__)
 VIEW_MEMORY = timedelta(days=1)
 
 
-class OpenedViewsMixin(EngineBase):
+class OpenedViews(EngineBase):
     """view_opened and view_submitted, for StudyEngine."""
 
     def view_opened(self, user: UserRef, view_id: str, callback_id: str, reply_url: str | None = None) -> None:
         """Note a form the bot opened for `user` (and where its answer may be sent back)."""
         with self.store.write() as tx:
-            tx.add_view(
+            tx.views.add_view(
                 view_id, user.community_id, self._forget_key(user), callback_id, reply_url, self.now(), VIEW_MEMORY
             )
 
@@ -32,7 +32,7 @@ class OpenedViewsMixin(EngineBase):
         """The form if the bot opened it for `user` with this callback (within VIEW_MEMORY), else None."""
         since = self.now() - VIEW_MEMORY
         with self.store.read() as tx:
-            found = tx.find_view(view_id, user.community_id, self._forget_key(user), callback_id, since)
+            found = tx.views.find_view(view_id, user.community_id, self._forget_key(user), callback_id, since)
         if found is None:
             log.info("a submission of view %.40r that this bot did not open for its member", view_id)
         return found

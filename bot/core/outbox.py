@@ -10,24 +10,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from bot.core import scoring
+from bot.core import scoring, wording
+from bot.core.boards import Boards
 from bot.core.demo_result import outcome_card
-from bot.core.engine_base import EngineBase
+from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import NotFound
-from bot.core.item_analysis import ItemStats
+from bot.core.guesses import Guesses
 from bot.core.numbers import ascii_int
 from bot.core.ports import StoreTx
+from bot.core.practice import Practice
 from bot.core.records import OutboxRecord
+from bot.core.rounds import Rounds
 from bot.core.values import (
     ChannelRef,
     CommunityRef,
     Delivery,
-    DemoFailedCard,
-    DemoResultCard,
     LeaderboardCard,
     Posted,
-    RevealCard,
-    SuggestionDecided,
 )
 
 log = logging.getLogger(__name__)
@@ -50,17 +49,27 @@ class DeliveryPolicy:
         return timedelta(seconds=max(backoff, retry_after or 0.0))
 
 
-class OutboxMixin(EngineBase):
+class Outbox(EngineBase):
     """What deliverers ask of the outbox: the posts due, and how each try went."""
 
-    delivery: DeliveryPolicy
+    def __init__(
+        self,
+        shared: Shared,
+        rounds: Rounds,
+        boards: Boards,
+        practice: Practice,
+        guesses: Guesses,
+        delivery: DeliveryPolicy | None = None,
+    ) -> None:
+        super().__init__(shared)
+        self.rounds = rounds
+        self.boards = boards
+        self.practice = practice
+        self.guesses = guesses
+        self.delivery = delivery or DeliveryPolicy()
 
-    # Provided by RoundsMixin, BoardsMixin and PracticeMixin.
-    _reveal: Callable[[StoreTx, int], RevealCard]
-    _flagged: Callable[[StoreTx, int], list[ItemStats]]
-    _decided: Callable[[StoreTx, int, CommunityRef], SuggestionDecided]
-    # Provided by GuessesMixin.
-    _with_guesses: Callable[[StoreTx, DemoResultCard | DemoFailedCard], DemoResultCard | DemoFailedCard]
+
+
 
     # ------------------------------------------------------------------ outbox
 
@@ -78,16 +87,16 @@ class OutboxMixin(EngineBase):
         now = self.now()
         lease = timedelta(seconds=self.delivery.lease_s)
         with self.store.read() as tx:  # most passes find nothing: no write lock for them
-            if not tx.outbox_due(platform, now):
+            if not tx.outbox.outbox_due(platform, now):
                 return []
         with self.store.write() as tx:
-            rows = tx.claim_outbox(platform, community, worker, now, lease, limit, serves=serves)
+            rows = tx.outbox.claim_outbox(platform, community, worker, now, lease, limit, serves=serves)
             deliveries = []
             for row in rows:
                 try:
                     card = self._outbox_card(tx, row)
                 except NotFound as exc:
-                    tx.outbox_give_up(row.id, exc.message)
+                    tx.outbox.outbox_give_up(row.id, exc.message)
                     log.warning("gave up post %s (%s %s): %s", row.id, row.kind, row.key, exc.message)
                     continue
                 channel = ChannelRef(row.platform, row.community, row.channel_id)
@@ -96,29 +105,29 @@ class OutboxMixin(EngineBase):
 
     def _outbox_card(self, tx: StoreTx, row: OutboxRecord) -> Posted:
         if row.kind == "demo":
-            job = tx.get_demo(int(row.key))
+            job = tx.demos.get_demo(int(row.key))
             if job is None:
-                raise NotFound("That demo is gone.")
-            return self._with_guesses(tx, outcome_card(job))
+                raise NotFound(wording.DEMO_GONE)
+            return self.guesses.with_guesses(tx, outcome_card(job))
         if row.kind == "question":
-            round_row = tx.get_round(int(row.key))
+            round_row = tx.rounds.get_round(int(row.key))
             return self._card(round_row, self._question(round_row.question_id, tx))
         if row.kind == "reveal":
-            return self._reveal(tx, int(row.key))
+            return self.rounds.reveal(tx, int(row.key))
         if row.kind == "decision":  # to the author of a member's question, privately
-            return self._decided(tx, int(row.key), CommunityRef(row.platform, row.community))
-        board = scoring.rank_rows(tx.board(row.community_id, row.key))
-        flagged = tuple(stats.question_id for stats in self._flagged(tx, row.community_id))
+            return self.practice.decided(tx, int(row.key), CommunityRef(row.platform, row.community))
+        board = scoring.rank_rows(tx.boards.board(row.community_id, row.key))
+        flagged = tuple(stats.question_id for stats in self.boards.flagged(tx, row.community_id))
         return LeaderboardCard(community=row.community, scope=row.key, rows=tuple(r for _, r in board), flagged=flagged)
 
     def delivered(self, outbox_id: int, message_ref: str | None) -> None:
         """A post reached its channel: keep the platform's reference to it (the question's is
         also kept on its round, so the reveal can edit or thread under it)."""
         with self.store.write() as tx:
-            tx.outbox_sent(outbox_id, message_ref, self.now())
-            row = tx.outbox_row(outbox_id)
+            tx.outbox.outbox_sent(outbox_id, message_ref, self.now())
+            row = tx.outbox.outbox_row(outbox_id)
             if row is not None and row.kind == "question" and message_ref:
-                tx.set_round_ref(int(row.key), message_ref)
+                tx.rounds.set_round_ref(int(row.key), message_ref)
 
     def delivery_failed(
         self, outbox_id: int, error: str, permanent: bool = False, retry_after: float | None = None
@@ -127,12 +136,12 @@ class OutboxMixin(EngineBase):
         or the last allowed try). Returns True when the post was given up."""
         now = self.now()
         with self.store.write() as tx:
-            row = tx.outbox_row(outbox_id)
+            row = tx.outbox.outbox_row(outbox_id)
             if row is None or row.state != "pending":
                 return True
             attempts = row.attempts + 1
             if permanent or attempts >= self.delivery.max_attempts:
-                tx.outbox_give_up(outbox_id, error)
+                tx.outbox.outbox_give_up(outbox_id, error)
                 log.warning(
                     "gave up posting %s %s in %s/%s after %s tries: %s",
                     row.kind,
@@ -143,43 +152,37 @@ class OutboxMixin(EngineBase):
                     error,
                 )
                 return True
-            tx.outbox_retry(outbox_id, error, now + self.delivery.delay(attempts, retry_after))
+            tx.outbox.outbox_retry(outbox_id, error, now + self.delivery.delay(attempts, retry_after))
         return False
 
     def undelivered(self, community: CommunityRef | None = None) -> list[str]:
         """Sentences for admins about posts that failed: given up, or waiting for a retry."""
         with self.store.read() as tx:
-            return self._alerts(tx, tx.undelivered(self._community_filter(tx, community)))
+            return self.alerts(tx, tx.outbox.undelivered(self._community_filter(tx, community)))
 
     @staticmethod
-    def _alerts(tx: StoreTx, rows: Sequence[OutboxRecord]) -> list[str]:
+    def alerts(tx: StoreTx, rows: Sequence[OutboxRecord]) -> list[str]:
         """A sentence for admins per failed post; a round or a suggestion by the number its
         community knows it by (the outbox's key is the row's id, shared by every community)."""
         keys = {row.id: ascii_int(row.key) for row in rows}
-        rounds = tx.rounds(k for row in rows if row.kind in ("question", "reveal") and (k := keys[row.id]) is not None)
+        rounds = tx.rounds.many(
+            k for row in rows if row.kind in ("question", "reveal") and (k := keys[row.id]) is not None
+        )
         shown: dict[int, str] = {}
         for row in rows:
             key = keys[row.id]
             if key is not None and row.kind in ("question", "reveal") and key in rounds:
                 shown[row.id] = str(rounds[key].number)
-            elif key is not None and row.kind == "decision" and (found := tx.get_suggestion(key)) is not None:
+            elif (
+                key is not None
+                and row.kind == "decision"
+                and (found := tx.suggestions.get_suggestion(key)) is not None
+            ):
                 shown[row.id] = str(found.number)
-            elif key is not None and row.kind == "demo" and (job := tx.get_demo(key)) is not None:
+            elif key is not None and row.kind == "demo" and (job := tx.demos.get_demo(key)) is not None:
                 shown[row.id] = str(job.number)
-        return [OutboxMixin._alert(row, shown.get(row.id, row.key)) for row in rows]
+        return [Outbox._alert(row, shown.get(row.id, row.key)) for row in rows]
 
     @staticmethod
     def _alert(row: OutboxRecord, number: str) -> str:
-        what = {
-            "question": f"daily round #{number}",
-            "reveal": f"reveal of round #{number}",
-            "demo": f"result of demo #{number}",
-            "decision": f"decision on suggestion #{number} (to its author's messages)",
-        }.get(row.kind, f"leaderboard {row.key}")
-        tries = f"{row.attempts} tr{'y' if row.attempts == 1 else 'ies'}"
-        if row.state == "failed":
-            return f"Could not post the {what} in channel {row.channel_id} ({tries}, gave up): {row.last_error}"
-        return (
-            f"Posting the {what} in channel {row.channel_id} failed ({tries}; next try "
-            f"{row.next_try:%Y-%m-%d %H:%M} UTC): {row.last_error}"
-        )
+        return wording.delivery_alert(row, number)

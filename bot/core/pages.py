@@ -14,7 +14,7 @@ from bot.core.bank import TOPICS, Bank, Question
 from bot.core.community import CommunityConfig
 from bot.core.demo_result import outcome_card
 from bot.core.ports import StoreTx
-from bot.core.records import DemoJobRecord
+from bot.core.records import DemoJobRecord, MissedAnswer, QuestionOutcome
 from bot.core.values import (
     BankEntry,
     ChoiceReveal,
@@ -63,14 +63,14 @@ def leaderboard_page(
     this_week = scoring.iso_week(now, community.timezone)
     scope = week or this_week
     board_week = None if scope == "all" else scope
-    members = tx.board_size(community_id, board_week)
+    members = tx.boards.board_size(community_id, board_week)
     pages = pages_of(members, BOARD_PAGE)
     page = min(max(1, page), pages)
-    rows = tx.board_slice(community_id, board_week, (page - 1) * BOARD_PAGE, BOARD_PAGE)
+    rows = tx.boards.board_slice(community_id, board_week, (page - 1) * BOARD_PAGE, BOARD_PAGE)
     return LeaderboardPage(
         community=community,
         scope=scope,
-        rows=tuple(LeaderboardRow(rank=rank, user=name, points=points) for rank, name, points in rows),
+        rows=tuple(LeaderboardRow(rank=row.rank, user=row.name, points=row.points) for row in rows),
         members=members,
         page=page,
         pages=pages,
@@ -89,15 +89,15 @@ def week_history(points: dict[str, int], this_week: str, weeks: int = HISTORY_WE
     return tuple(WeekPoints(week, points.get(week, 0)) for week in reversed(names))
 
 
-def topic_accuracy(outcomes: list[tuple[str, int, int]], bank: Bank) -> tuple[TopicAccuracy, ...]:
+def topic_accuracy(outcomes: list[QuestionOutcome], bank: Bank) -> tuple[TopicAccuracy, ...]:
     answered: dict[str, int] = {}
     correct: dict[str, int] = {}
-    for question_id, count, right in outcomes:
-        question = bank.get(question_id)
+    for outcome in outcomes:
+        question = bank.get(outcome.question_id)
         if question is None:
             continue
-        answered[question.topic] = answered.get(question.topic, 0) + count
-        correct[question.topic] = correct.get(question.topic, 0) + right
+        answered[question.topic] = answered.get(question.topic, 0) + outcome.answers
+        correct[question.topic] = correct.get(question.topic, 0) + outcome.correct
     return tuple(TopicAccuracy(t, answered[t], correct[t]) for t in TOPICS if t in answered)
 
 
@@ -117,28 +117,28 @@ def _choices(question: Question, chosen: int | None = None, order: tuple[int, ..
     )
 
 
-def missed_questions(rows: list[tuple[str, int, str | None, datetime]], bank: Bank) -> tuple[MissedQuestion, ...]:
+def missed_questions(rows: list[MissedAnswer], bank: Bank) -> tuple[MissedQuestion, ...]:
     """Each missed question once (its newest miss), choices in the order that round showed them,
     so "you chose B" is the letter the member pressed."""
     seen: set[str] = set()
     missed = []
-    for question_id, shown, order_text, answered_at in rows:
-        question = bank.get(question_id)
-        if question is None or question_id in seen:
+    for row in rows:
+        question = bank.get(row.question_id)
+        if question is None or row.question_id in seen:
             continue
-        seen.add(question_id)
-        order = codec.parse_order(order_text, len(question.choices))
+        seen.add(row.question_id)
+        order = codec.parse_order(row.choice_order, len(question.choices))
         missed.append(
             MissedQuestion(
                 question_id=question.id,
                 topic=question.topic,
                 prompt=question.prompt,
-                chosen=letter(shown) if 0 <= shown < len(order) else "?",
+                chosen=letter(row.shown) if 0 <= row.shown < len(order) else "?",
                 answer=letter(order.index(question.answer_index)),
-                choices=_choices(question, shown, order),
+                choices=_choices(question, row.shown, order),
                 explain=question.explain,
                 refs=question.refs,
-                answered_at=timing.as_utc(answered_at),
+                answered_at=timing.as_utc(row.answered_at),
             )
         )
     return tuple(missed)
@@ -162,7 +162,7 @@ def bank_entry(question: Question, order: tuple[int, ...] = ()) -> BankEntry:
 
 def shown_questions(tx: StoreTx, community_id: int, bank: Bank) -> list[Question]:
     """The bank's questions revealed in the community and not in a daily round open now."""
-    revealed, open_now = tx.daily_questions(community_id)
+    revealed, open_now = tx.rounds.daily_questions(community_id)
     return [q for q in bank.questions if q.id in revealed and q.id not in open_now]
 
 

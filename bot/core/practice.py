@@ -12,9 +12,10 @@ from datetime import datetime, timedelta
 from bot.core import choices as codec
 from bot.core import rating as elo
 from bot.core import suggestions as forms
+from bot.core import wording
 from bot.core.bank import TOPICS, Question
 from bot.core.community import CommunityConfig
-from bot.core.engine_base import FORMER_MEMBER, EngineBase
+from bot.core.engine_base import FORMER_MEMBER, EngineBase, Shared
 from bot.core.errors import InvalidInput, NotFound
 from bot.core.numbers import ascii_int
 from bot.core.ports import StoreTx
@@ -83,11 +84,15 @@ def decode_draft(custom_id: str, prefix: str = SUGGEST_PREFIX) -> int | None:
     return ascii_int(rest, max_digits=12)
 
 
-class PracticeMixin(EngineBase):
+class Practice(EngineBase):
     """Members' questions and practice, for StudyEngine."""
 
-    practice: PracticePolicy
-    suggestion_policy: SuggestionPolicy
+    def __init__(
+        self, shared: Shared, policy: PracticePolicy | None = None, suggestions: SuggestionPolicy | None = None
+    ) -> None:
+        super().__init__(shared)
+        self.policy = policy or PracticePolicy()
+        self.suggestion_policy = suggestions or SuggestionPolicy()
 
     # ------------------------------------------------------------ /suggest
 
@@ -103,7 +108,7 @@ class PracticeMixin(EngineBase):
         field at a time): checked with the bank's rules and against the community's questions,
         so a bad field is asked again at once and what was typed before it is kept."""
         with self.store.read() as tx:
-            community = tx.find_community(user.platform, user.community_id)
+            community = tx.communities.find_community(user.platform, user.community_id)
             pool = self._pool(tx, community.id) if community is not None else list(self.bank.questions)
         return forms.field_problems(form, field, pool)
 
@@ -136,20 +141,20 @@ class PracticeMixin(EngineBase):
             _, problems = forms.check(trial, self._pool(tx, community.id))
             problems = tuple(p for p in problems if not p.field.startswith("why_") and p.field not in ("trap", "refs"))
             member_id = self._member(tx, community.id, user)
-            earlier = tx.get_suggestion(again) if again is not None else None
+            earlier = tx.suggestions.get_suggestion(again) if again is not None else None
             if earlier is not None and earlier.state == "draft" and earlier.author_member == member_id:
                 had = forms.draft_form(earlier.body)
                 form = replace(form, whys=had.whys, trap=had.trap, explain=had.explain, hint=had.hint, refs=had.refs)
             if problems:  # what was typed is kept, so the form opens again filled in
-                tx.drop_drafts(member_id)
-                kept = tx.add_suggestion(
+                tx.suggestions.drop_drafts(member_id)
+                kept = tx.suggestions.add_suggestion(
                     community.id, member_id, channel.channel_id, "draft", form.topic[:40], forms.form_body(form), now
                 )
                 return SuggestionRefused(problems, retry_id=f"{RETRY_PREFIX}{kept}")
             self._limits(tx, member_id, now)
-            tx.drop_drafts(member_id)
+            tx.suggestions.drop_drafts(member_id)
             body = forms.form_body(form)
-            draft_id = tx.add_suggestion(
+            draft_id = tx.suggestions.add_suggestion(
                 community.id, member_id, channel.channel_id, "draft", form.topic[:40], body, now
             )
         choices = tuple(" ".join(c.split()) for c in form.choices if c.strip())
@@ -159,23 +164,21 @@ class PracticeMixin(EngineBase):
         """What the member typed into a form of theirs that is still a draft (a refused first
         form, or a first form kept and a refused second), to open that form again filled in."""
         with self.store.read() as tx:
-            community = tx.find_community(user.platform, user.community_id)
-            member_id = tx.find_member(community.id, user.user_id) if community else None
-            draft = tx.get_suggestion(draft_id)
+            community = tx.communities.find_community(user.platform, user.community_id)
+            member_id = tx.members.find_member(community.id, user.user_id) if community else None
+            draft = tx.suggestions.get_suggestion(draft_id)
             if draft is None or draft.state != "draft" or member_id is None or draft.author_member != member_id:
-                raise NotFound("That form has expired; start again with /suggest.")
+                raise NotFound(wording.FORM_EXPIRED)
         return forms.draft_form(draft.body)
 
     def _limits(self, tx: StoreTx, member_id: int, now: datetime) -> None:
         policy = self.suggestion_policy
-        pending, today = tx.member_suggestions(member_id, now - timedelta(days=1))
+        counts = tx.suggestions.member_suggestions(member_id, now - timedelta(days=1))
+        pending, today = counts.pending, counts.recent
         if pending >= policy.max_pending:
-            raise InvalidInput(
-                f"You have {pending} questions waiting for the admins; the limit is {policy.max_pending}. "
-                "Suggest another once one has been decided."
-            )
+            raise InvalidInput(wording.too_many_pending(pending, policy.max_pending))
         if today >= policy.per_day:
-            raise InvalidInput(f"You sent {today} questions in the last day; the limit is {policy.per_day} a day.")
+            raise InvalidInput(wording.too_many_today(today, policy.per_day))
 
     def _submit(
         self, user: UserRef, channel: ChannelRef, form: SuggestionForm, draft_id: int | None
@@ -185,28 +188,28 @@ class PracticeMixin(EngineBase):
             community = self._community(tx, user)
             member_id = self._member(tx, community.id, user)
             if draft_id is not None:
-                draft = tx.get_suggestion(draft_id)
+                draft = tx.suggestions.get_suggestion(draft_id)
                 if draft is None or draft.state != "draft" or draft.author_member != member_id:
-                    raise NotFound("That form has expired; start again with /suggest.")
+                    raise NotFound(wording.FORM_EXPIRED)
                 form = forms.merge_draft(draft.body, form)
             question, problems = forms.check(form, self._pool(tx, community.id))
             if question is None:
                 if draft_id is None:
                     return SuggestionRefused(problems)
-                tx.set_suggestion(draft_id, body=forms.form_body(form))  # the forms open again filled in
+                tx.suggestions.set_draft_body(draft_id, forms.form_body(form))  # the forms open again filled in
                 first = any(forms.in_first_form(p.field) for p in problems)  # e.g. a near-duplicate prompt
                 return SuggestionRefused(problems, retry_id=f"{RETRY_PREFIX if first else SUGGEST_PREFIX}{draft_id}")
             self._limits(tx, member_id, now)
             body = forms.to_body(question)
             if draft_id is not None:
-                tx.set_suggestion(draft_id, state="pending", topic=question.topic, body=body, created_at=now)
+                tx.suggestions.send_draft(draft_id, question.topic, body, now)
                 suggestion_id = draft_id
             else:
-                suggestion_id = tx.add_suggestion(
+                suggestion_id = tx.suggestions.add_suggestion(
                     community.id, member_id, channel.channel_id, "pending", question.topic, body, now
                 )
-            pending, _ = tx.member_suggestions(member_id, now)
-            sent = tx.get_suggestion(suggestion_id)
+            pending = tx.suggestions.member_suggestions(member_id, now).pending
+            sent = tx.suggestions.get_suggestion(suggestion_id)
         log.info("suggestion %s from a member of %s/%s", suggestion_id, user.platform, user.community_id)
         return SuggestionReceived(
             suggestion_id=suggestion_id, number=sent.number if sent else 0, prompt=question.prompt, pending=pending
@@ -218,8 +221,8 @@ class PracticeMixin(EngineBase):
         """The oldest suggestions waiting, each with approve, note and reject buttons."""
         with self.store.write() as tx:
             config = self._community(tx, community)
-            waiting = tx.count_suggestions(config.id, "pending")
-            records = tx.suggestions(config.id, ("pending",), self.suggestion_policy.shown)
+            waiting = tx.suggestions.count_suggestions(config.id, "pending")
+            records = tx.suggestions.suggestions(config.id, ("pending",), self.suggestion_policy.shown)
         return SuggestionQueue(config.name, tuple(self._item(r) for r in records), waiting)
 
     @staticmethod
@@ -251,29 +254,29 @@ class PracticeMixin(EngineBase):
         with `queue`, the queue as it is after the decision too (to redraw the queue's message)."""
         action = action.strip().lower()
         if action not in ACTIONS:
-            raise InvalidInput("Decide with approve, note or reject.")
+            raise InvalidInput(wording.DECIDE_HOW)
         text = " ".join(forms.defuse(note or "").split())[:500] or None
         if action == "note" and not text:
-            raise InvalidInput("Write the note for the author: what should they change?")
+            raise InvalidInput(wording.WRITE_THE_NOTE)
         now = self.now()
         with self.store.write() as tx:
             config = self._community(tx, community)
-            record = tx.get_suggestion(suggestion_id)
+            record = tx.suggestions.get_suggestion(suggestion_id)
             if record is None or record.community_id != config.id or record.state == "draft":
-                raise NotFound("That suggestion is not in this community's queue.")
+                raise NotFound(wording.NOT_IN_QUEUE)
             if record.state != "pending":
-                return Notice(f"Suggestion #{record.number} was already decided ({record.state}).")
+                return Notice(wording.already_decided(record.number, record.state))
             question = forms.from_body("pending", record.topic, record.body)
             question_id = None
             if action == "approve":
                 question_id = forms.question_id(record.id, question.prompt)
-            tx.set_suggestion(record.id, state=ACTIONS[action], question_id=question_id, note=text, decided_at=now)
+            tx.suggestions.decide_suggestion(record.id, ACTIONS[action], question_id, text, now)
             if record.author_user is not None:  # the author hears it through the outbox, retried like posts
-                tx.enqueue(config.id, record.author_user, "decision", str(record.id), now)
+                tx.outbox.enqueue(config.id, record.author_user, "decision", str(record.id), now)
             after = None
             if queue:
-                waiting = tx.count_suggestions(config.id, "pending")
-                records = tx.suggestions(config.id, ("pending",), self.suggestion_policy.shown)
+                waiting = tx.suggestions.count_suggestions(config.id, "pending")
+                records = tx.suggestions.suggestions(config.id, ("pending",), self.suggestion_policy.shown)
                 after = SuggestionQueue(config.name, tuple(self._item(r) for r in records), waiting)
         author = None
         if record.author_user is not None:
@@ -293,15 +296,13 @@ class PracticeMixin(EngineBase):
         )
 
     @staticmethod
-    def _decided(tx: StoreTx, suggestion_id: int, community: CommunityRef) -> SuggestionDecided:
+    def decided(tx: StoreTx, suggestion_id: int, community: CommunityRef) -> SuggestionDecided:
         """A decided suggestion as its author is told it (the outbox rebuilds it to send)."""
-        record = tx.get_suggestion(suggestion_id)
+        record = tx.suggestions.get_suggestion(suggestion_id)
         if record is None or record.state not in ACTIONS.values():
-            raise NotFound(
-                f"Suggestion #{record.number if record else suggestion_id} is gone or no longer decided as it was."
-            )
+            raise NotFound(wording.suggestion_gone(record.number if record else suggestion_id))
         if record.author_user is None:
-            raise NotFound(f"The author of suggestion #{record.number} asked to be forgotten.")
+            raise NotFound(wording.author_forgotten(record.number))
         question = forms.from_body("pending", record.topic, record.body)
         author = UserRef(community.platform, community.community_id, record.author_user, record.author_name or "")
         return SuggestionDecided(
@@ -320,7 +321,7 @@ class PracticeMixin(EngineBase):
         """A click on a queue button (`sb1:sq:<id>:<action>`); a note comes from its form."""
         decoded = decode_decision(custom_id)
         if decoded is None:
-            raise InvalidInput("That button is not one of this bot's queue buttons.")
+            raise InvalidInput(wording.NOT_A_QUEUE_BUTTON)
         return self.decide_suggestion(community, decoded[0], decoded[1], note, queue=True)
 
     def remove_question(self, community: CommunityRef, question_id: str) -> Notice:
@@ -328,23 +329,21 @@ class PracticeMixin(EngineBase):
         question_id = question_id.strip().lower()
         with self.store.write() as tx:
             config = self._community(tx, community)
-            record = tx.suggestion_by_question(question_id)
+            record = tx.suggestions.suggestion_by_question(question_id)
             if record is None or record.community_id != config.id or record.state not in ("approved", "removed"):
-                raise NotFound(f"There is no member's question '{question_id[:60]}' in this community.")
+                raise NotFound(wording.no_member_question(question_id))
             if record.state == "removed":
-                return Notice(f"Question {question_id} was already removed.")
-            tx.set_suggestion(record.id, state="removed", decided_at=self.now())
-        return Notice(
-            f"Question {question_id} is removed: it is no longer asked here; the answers it had stay counted."
-        )
+                return Notice(wording.question_already_removed(question_id))
+            tx.suggestions.remove_suggestion(record.id, self.now())
+        return Notice(wording.question_removed(question_id))
 
     def export_questions(self, community: CommunityRef) -> dict[str, str]:
         """The community's approved questions as bank files: {topic: YAML text}."""
         with self.store.read() as tx:
-            config = tx.find_community(community.platform, community.community_id)
+            config = tx.communities.find_community(community.platform, community.community_id)
             if config is None:
-                raise NotFound(f"No community '{community.community_id}' on {community.platform}.")
-            records = tx.suggestions(config.id, ("approved",))
+                raise NotFound(wording.no_community_on(community.platform, community.community_id))
+            records = tx.suggestions.suggestions(config.id, ("approved",))
         by_topic: dict[str, list[tuple[Question, str]]] = {}
         for record in records:
             if record.question_id is None:
@@ -364,23 +363,20 @@ class PracticeMixin(EngineBase):
         if topic is not None:
             topic = topic.strip().lower()
             if topic not in TOPICS:
-                raise InvalidInput(f"Unknown topic '{topic[:40]}'. Topics: {', '.join(TOPICS)}.")
+                raise InvalidInput(wording.unknown_topic(topic, TOPICS))
         now = self.now()
         with self.store.write() as tx:
             community = self._community(tx, user)
             pool = [q for q in self._pool(tx, community.id) if topic is None or q.topic == topic]
             if not pool:
-                raise NotFound(f"The bank has no questions on {topic} yet.")
+                raise NotFound(wording.no_questions_on(topic))
             member_id = self._member(tx, community.id, user)
             picked = self._adaptive_pick(tx, community, member_id, topic, now)
             if picked is not None:
                 return self._private_round(tx, community.id, member_id, channel, picked[0], picked[1], now)
             if topic is None:
-                raise NotFound(
-                    f"You have seen every question here in the last {self.practice.fresh_days} days: "
-                    "try /review, or a topic with /quiz TOPIC."
-                )
-            seen = tx.seen_counts(member_id)
+                raise NotFound(wording.seen_every_question(self.policy.fresh_days))
+            seen = tx.answers.seen_counts(member_id)
             salt = f"{member_id}:{now.isoformat()}"
             question = min(
                 pool,
@@ -394,7 +390,7 @@ class PracticeMixin(EngineBase):
         with self.store.write() as tx:
             community = self._community(tx, user)
             member_id = self._member(tx, community.id, user)
-            for question_id, due in tx.reviews(member_id):
+            for question_id, due in tx.reviews.reviews(member_id):
                 question = self._find(question_id, tx)
                 if question is None:
                     continue
@@ -414,24 +410,24 @@ class PracticeMixin(EngineBase):
         now: datetime,
     ) -> QuestionCard:
         order = codec.format_order(codec.draw_order(len(question.choices)))
-        left = tx.pending_private(member_id)  # an unanswered one is replaced: the card says so
-        row = tx.insert_private(community_id, member_id, channel.channel_id, question.id, kind, now, order)
+        left = tx.rounds.pending_private(member_id)  # an unanswered one is replaced: the card says so
+        row = tx.rounds.insert_private(community_id, member_id, channel.channel_id, question.id, kind, now, order)
         card = self._card(row, question)
         return card if left is None else replace(card, replaced=left.number)
 
     # ------------------------------------------------------- adaptive practice
 
-    def _rate(self, tx: StoreTx, member_id: int, question: Question, correct: bool) -> None:
+    def rate(self, tx: StoreTx, member_id: int, question: Question, correct: bool) -> None:
         """Every answer moves the member's rating (overall and the topic's) and the question's."""
-        mine = tx.member_ratings(member_id)
+        mine = tx.ratings.member_ratings(member_id)
         overall = elo.Rating(*mine.get(elo.OVERALL, (0.0, 0)))
         topic = elo.Rating(*mine.get(question.topic, (0.0, 0)))
         start = elo.start_difficulty(question.difficulty)
-        found = tx.question_ratings((question.id,)).get(question.id, (start, 0))
+        found = tx.ratings.question_ratings((question.id,)).get(question.id, (start, 0))
         change = elo.update(overall, topic, elo.Rating(*found), correct)
-        tx.bump_member_rating(member_id, elo.OVERALL, 0.0, change.skill)
-        tx.bump_member_rating(member_id, question.topic, 0.0, change.topic)
-        tx.bump_question_rating(question.id, start, change.difficulty)
+        tx.ratings.bump_member_rating(member_id, elo.OVERALL, 0.0, change.skill)
+        tx.ratings.bump_member_rating(member_id, question.topic, 0.0, change.topic)
+        tx.ratings.bump_question_rating(question.id, start, change.difficulty)
 
     def difficulty(self, questions: list[Question], ratings: dict[str, tuple[float, int]]) -> dict[str, float]:
         """Each question's one difficulty number: its rating, or its level's start."""
@@ -443,26 +439,26 @@ class PracticeMixin(EngineBase):
         """A due review first; else the question nearest the target chance among those the
         member has not seen in `fresh_days`; None when every one was seen."""
         if topic is None:
-            for question_id, due in tx.reviews(member_id):
+            for question_id, due in tx.reviews.reviews(member_id):
                 question = self._find(question_id, tx)
                 if question is not None and due <= now:
                     return question, "review"
         pool = [q for q in self._pool(tx, community.id) if topic is None or q.topic == topic]
-        seen = tx.seen_since(member_id, now - timedelta(days=self.practice.fresh_days))
+        seen = tx.answers.seen_since(member_id, now - timedelta(days=self.policy.fresh_days))
         fresh = [q for q in pool if q.id not in seen]
         if not fresh:
             return None
-        mine = tx.member_ratings(member_id)
+        mine = tx.ratings.member_ratings(member_id)
         overall = mine.get(elo.OVERALL, (0.0, 0))[0]
         skill = {q.id: overall + mine.get(q.topic, (0.0, 0))[0] for q in fresh}
-        difficulty = self.difficulty(fresh, tx.question_ratings(q.id for q in fresh))
+        difficulty = self.difficulty(fresh, tx.ratings.question_ratings(q.id for q in fresh))
         salt = f"{member_id}:{now.isoformat()}"
         tie = {q.id: hashlib.sha256(f"{salt}:{q.id}".encode()).hexdigest() for q in fresh}
-        chosen = elo.nearest(((q.id, difficulty[q.id]) for q in fresh), skill, self.practice.target, tie)
+        chosen = elo.nearest(((q.id, difficulty[q.id]) for q in fresh), skill, self.policy.target, tie)
         by_id = {q.id: q for q in fresh}
         return (by_id[chosen], "practice") if chosen is not None else None
 
-    def _levels(self, ratings: dict[str, tuple[float, int]]) -> tuple[TopicLevel, ...]:
+    def levels(self, ratings: dict[str, tuple[float, int]]) -> tuple[TopicLevel, ...]:
         overall = ratings.get(elo.OVERALL, (0.0, 0))[0]
         levels = []
         for topic in TOPICS:

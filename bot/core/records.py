@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from bot.core.values import RoundKind
 
@@ -211,3 +212,129 @@ class ConfidenceContext:
     question_id: str
     opened_at: datetime
     number: int  # the round's number in its community
+
+
+@dataclass(frozen=True)
+class AnsweredReview:
+    """One answer as the review log reads it: whose card (member and question), what kind of
+    round, right or wrong, when, how sure the member said they were (None: not said) and when
+    its round was shown (for a fast answer's Easy)."""
+
+    member_id: int
+    question_id: str
+    kind: str
+    correct: bool
+    answered_at: datetime
+    confidence: str | None = None
+    opened_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class FsrsFit:
+    """A community's stored FSRS fit: its parameters as JSON (None: none fitted), when they
+    were fitted, and from how many counted reviews."""
+
+    parameters: str | None
+    fitted_at: datetime | None
+    reviews: int
+
+
+@dataclass(frozen=True)
+class DailyOutcome:
+    """One daily round of a community as a member's streak reads it: when it ended (or ends)
+    and whether the member answered it right (None: they did not answer)."""
+
+    round_id: int
+    local_date: str | None
+    closed_at: datetime | None
+    closes_at: datetime | None
+    correct: bool | None
+
+
+@dataclass(frozen=True)
+class MissedAnswer:
+    """A member's wrong answer: the question, the choice they pressed (shown position), the
+    order its round showed the choices in, and when."""
+
+    question_id: str
+    shown: int
+    choice_order: str | None
+    answered_at: datetime
+
+
+@dataclass(frozen=True)
+class QuestionOutcome:
+    """A member's answers to one question, and how many were right."""
+
+    question_id: str
+    answers: int
+    correct: int
+
+
+@dataclass(frozen=True)
+class RankedRow:
+    """One row of a leaderboard page, ranked in SQL (equal points share a rank)."""
+
+    rank: int
+    name: str
+    points: int
+
+
+@dataclass(frozen=True)
+class WeekRank:
+    """A member's points in one week and their rank on that week's board."""
+
+    points: int
+    rank: int
+
+
+@dataclass(frozen=True)
+class NamedMember:
+    """A member's row id and display name."""
+
+    id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class ExportedAnswer:
+    """One answer of a community for the CSV export (the choice as shown)."""
+
+    answered_at: datetime
+    week: str
+    user_id: str
+    display_name: str
+    kind: str
+    question_id: str
+    choice: int
+    choice_order: str | None
+    correct: bool
+    points: int
+
+
+@dataclass(frozen=True)
+class DemoGuess:
+    """A member's guess on a checkpoint demo: their display name and the band they guessed."""
+
+    name: str
+    band: int
+
+
+@dataclass(frozen=True)
+class SuggestionCounts:
+    """A member's questions waiting for a decision now, and those sent since a moment."""
+
+    pending: int
+    recent: int
+
+
+
+SettingColumn = Literal["channel_id", "timezone", "daily_time", "window_hours", "topics", "web_public", "paused"]
+
+
+@dataclass(frozen=True)
+class SettingChange:
+    """One community setting to store (bot/core/community.py's `parse_setting` checks it)."""
+
+    column: SettingColumn
+    value: str | int | bool

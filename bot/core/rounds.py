@@ -14,22 +14,24 @@ from bot.core import choices as codec
 from bot.core import review as spaced
 from bot.core import scoring, wording
 from bot.core.bank import Question
+from bot.core.boards import Boards
 from bot.core.community import CommunityConfig
-from bot.core.engine_base import EngineBase
+from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput, NotFound
+from bot.core.fsrs_community import CommunityFsrs
 from bot.core.ports import StoreTx
+from bot.core.practice import Practice
 from bot.core.records import NewAnswer, NewDaily, RoundRecord
+from bot.core.streak_repair import Streaks
 from bot.core.text import MAX_TEXT, clean_name, looks_like_any_letter, looks_like_letter, parse_choice
 from bot.core.timing import as_utc, daily_moment
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
     AnswerFeedback,
-    AnswerWithHome,
     ChannelRef,
     ChoiceReveal,
     CommunityRef,
-    HomeCard,
     Notice,
     QuestionCard,
     RevealCard,
@@ -80,22 +82,20 @@ def low_bank_note(unasked_left: int) -> str | None:
     """The admins' note on a daily round when few questions are left unasked."""
     if unasked_left >= LOW_BANK:
         return None
-    return (
-        f"Questions not yet asked in this community: {unasked_left}. After that the least "
-        "recently asked come back; add questions to the bank to keep rounds fresh."
-    )
+    return wording.low_bank(unasked_left)
 
 
-class RoundsMixin(EngineBase):
+class Rounds(EngineBase):
     """The daily round, answers (buttons, text, thread replies) and the reveal, for StudyEngine."""
 
-    # Provided by PracticeMixin and BoardsMixin.
-    _rate: Callable[[StoreTx, int, Question, bool], None]
-    # Provided by FsrsMixin.
-    community_parameters: Callable[[int], tuple[float, ...] | None]
-    # Provided by StreakRepairMixin.
-    _repair_streak: Callable[[StoreTx, int, int, datetime], str | None]
-    home: Callable[[UserRef], HomeCard]
+    def __init__(
+        self, shared: Shared, practice: Practice, fsrs: CommunityFsrs, streaks: Streaks, boards: Boards
+    ) -> None:
+        super().__init__(shared)
+        self.practice = practice
+        self.fsrs = fsrs
+        self.streaks = streaks
+        self.boards = boards
 
     # ------------------------------------------------------------- daily round
 
@@ -107,26 +107,26 @@ class RoundsMixin(EngineBase):
             community = self._community(tx, channel)
             day = scoring.local_date(now, community.timezone).isoformat()
             key = daily_key(community.id, day)
-            existing = tx.daily_round_id(key) or tx.daily_round_id(
+            existing = tx.rounds.daily_round_id(key) or tx.rounds.daily_round_id(
                 channel_daily_key(community.id, channel.channel_id, day)
             )
             if existing is not None:
                 return self._already_open(tx, community, existing, day, now)
             question, unasked_left = self._next_daily_question(tx, community)
-            row = tx.insert_daily(new_daily(community, channel.channel_id, question, day, now, late))
+            row = tx.rounds.insert_daily(new_daily(community, channel.channel_id, question, day, now, late))
             if row is None:  # another process opened it between our read and write
-                taken = tx.daily_round_id(key)
+                taken = tx.rounds.daily_round_id(key)
                 if taken is None:  # not visible to this transaction yet: say so without its number
                     return AlreadyOpen(round_id=0, number=0, local_date=day)
                 return self._already_open(tx, community, taken, day, now)
-            tx.enqueue(community.id, channel.channel_id, "question", str(row.id), now)
+            tx.outbox.enqueue(community.id, channel.channel_id, "question", str(row.id), now)
         log.info("opened daily round %s (%s) in %s", row.id, question.id, channel)
         return self._card(row, question, admin_note=low_bank_note(unasked_left))
 
     @staticmethod
     def _already_open(tx: StoreTx, community: CommunityConfig, round_id: int, day: str, now: datetime) -> AlreadyOpen:
         """Today's round exists: open, or closed with when tomorrow's opens (the community's time)."""
-        row = tx.get_round(round_id)
+        row = tx.rounds.get_round(round_id)
         if row.closed_at is None and (row.closes_at is None or as_utc(row.closes_at) > now):
             return AlreadyOpen(round_id=round_id, number=row.number, local_date=day)
         tomorrow = date.fromisoformat(day) + timedelta(days=1)
@@ -137,9 +137,9 @@ class RoundsMixin(EngineBase):
 
     def _next_daily_question(self, tx: StoreTx, community: CommunityConfig) -> tuple[Question, int]:
         own = self._community_questions(tx, community.id)
-        return self._pick_daily(community, own, tx.daily_last_asked(community.id))
+        return self.pick_daily(community, own, tx.rounds.daily_last_asked(community.id))
 
-    def _pick_daily(
+    def pick_daily(
         self, community: CommunityConfig, own: list[Question], last_asked: dict[str, datetime]
     ) -> tuple[Question, int]:
         """The round's question from the community's pool (`own`: its members' questions;
@@ -168,19 +168,21 @@ class RoundsMixin(EngineBase):
         # Read first, without the write lock: repeats (double clicks, retries) and answers to
         # closed or foreign rounds end here, so only a first answer ever queues to write.
         with self.store.read() as tx:
-            found = tx.answer_context(round_id, user.user_id, user.platform, user.community_id, self._forget_key(user))
+            found = tx.answers.answer_context(
+                round_id, user.user_id, user.platform, user.community_id, self._forget_key(user)
+            )
         if found is None:  # a tampered or foreign button: its id is no number a member knows
             raise NotFound(wording.NOT_THIS_COMMUNITYS_QUESTION)
         row = found.round
         if row.kind != "daily" and row.member_id != found.known_member:
-            raise NotFound(f"Question #{row.number} was someone else's practice question.")
+            raise NotFound(wording.someone_elses_practice(row.number))
         if found.previous is not None:
             return AlreadyAnswered(round_id=round_id, number=row.number, chosen=letter(found.previous))
         if found.forgotten:  # their first answer stays final though its record is gone
             return AlreadyAnswered(round_id=round_id, number=row.number, chosen=None)
         question = self._question(row.question_id)
         if not 0 <= choice < len(question.choices):
-            raise InvalidInput(f"Choose one of {', '.join(letter(i) for i in range(len(question.choices)))}.")
+            raise InvalidInput(wording.choose_one_of(len(question.choices)))
         order = self._order(row, question)
         shown_answer = order.index(question.answer_index)
         if row.closed_at is not None or (row.closes_at is not None and row.closes_at <= now):
@@ -189,20 +191,20 @@ class RoundsMixin(EngineBase):
         # Everything that needs no database is done before queueing for the writer.
         name = clean_name(user.display_name)
         week = scoring.iso_week(now, found.timezone)
-        parameters = self.community_parameters(row.community_id)  # its fitted FSRS weights, or None
+        parameters = self.fsrs.community_parameters(row.community_id)  # its fitted FSRS weights, or None
         miss_card = None if correct else spaced.first_miss_later(now, parameters)
 
         def write(tx: StoreTx) -> tuple[int, int, str | None] | AlreadyAnswered:
-            member_id = tx.upsert_member(row.community_id, user.user_id, name, now)
+            member_id = tx.members.upsert_member(row.community_id, user.user_id, name, now)
             bonus = 0
             points = 0
             if row.kind == "daily" and correct:
                 run = scoring.leading_run(
-                    tx.earlier_outcomes(row.community_id, member_id, round_id, scoring.MAX_STREAK_BONUS)
+                    tx.answers.earlier_outcomes(row.community_id, member_id, round_id, scoring.MAX_STREAK_BONUS)
                 )
                 points = scoring.daily_points(True, run)
                 bonus = points - scoring.BASE_POINTS
-            stored = tx.insert_answer(
+            stored = tx.answers.insert_answer(
                 NewAnswer(
                     round_id=round_id,
                     member_id=member_id,
@@ -218,12 +220,12 @@ class RoundsMixin(EngineBase):
                 )
             )
             if not stored:  # a concurrent duplicate (double click, Slack retry)
-                chosen = tx.answer_choice(round_id, member_id)
+                chosen = tx.answers.answer_choice(round_id, member_id)
                 return AlreadyAnswered(round_id=round_id, number=row.number, chosen=letter(chosen or 0))
             self._schedule_review(tx, row, member_id, question.id, correct, now, miss_card, parameters)
-            self._rate(tx, member_id, question, correct)
+            self.practice.rate(tx, member_id, question, correct)
             # a review that leaves none due may earn back a missed day (bot/core/streak_repair.py)
-            repaired = self._repair_streak(tx, row.community_id, member_id, now) if row.kind == "review" else None
+            repaired = self.streaks.repair(tx, row.community_id, member_id, now) if row.kind == "review" else None
             return points, bonus, repaired
 
         # Concurrent first answers share one transaction on SQLite (group commit), each in
@@ -249,13 +251,6 @@ class RoundsMixin(EngineBase):
             streak_repaired=repaired,
         )
 
-    def answer_button(self, user: UserRef, custom_id: str) -> AnswerFeedback | AlreadyAnswered | RoundClosed:
-        """A click on an answer button: its id says the round and the shown choice."""
-        decoded = codec.decode_answer(custom_id)
-        if decoded is None:
-            raise InvalidInput("That button is not one of this bot's answer buttons.")
-        return self.answer(user, *decoded)
-
     def _schedule_review(
         self,
         tx: StoreTx,
@@ -268,18 +263,18 @@ class RoundsMixin(EngineBase):
         parameters: tuple[float, ...] | None = None,
     ) -> None:
         if row.kind != "daily":  # a private round ends with its answer
-            tx.close_private(row.id, now)
+            tx.rounds.close_private(row.id, now)
         if row.kind == "review":
-            state = tx.review_state(member_id, question_id)
+            state = tx.reviews.review_state(member_id, question_id)
             if state is not None:
                 new_state, due = spaced.after_review(state, correct, now, parameters)
-                tx.update_review(member_id, question_id, new_state, due)
-                tx.set_review_before(row.id, member_id, state)  # a confidence re-grades from it
+                tx.reviews.update_review(member_id, question_id, new_state, due)
+                tx.confidence.set_review_before(row.id, member_id, state)  # a confidence re-grades from it
                 return
         if not correct:  # a first miss starts a review card; an existing card keeps its schedule
             card_id = member_id * 100_000 + (row.id % 100_000)
             new_state, due = miss_card(card_id) if miss_card else spaced.first_miss(card_id, now, parameters)
-            tx.add_review(member_id, question_id, new_state, due)
+            tx.reviews.add_review(member_id, question_id, new_state, due)
 
     def answer_text(
         self,
@@ -303,24 +298,24 @@ class RoundsMixin(EngineBase):
         answer-like event seen before returns None; it is noted just before the answer, so an
         event whose handling dies in between is lost, never answered twice."""
         if len(text) > MAX_TEXT:
-            raise InvalidInput(f"That message is {len(text):,} characters long; the limit is {MAX_TEXT:,}.")
+            raise InvalidInput(wording.message_too_long(len(text), MAX_TEXT))
         now = self.now()
         first, _, rest = text.strip().partition(" ")
         explicit = reply_to is None and first.lower() == DAILY_WORD
         if explicit:
             text = rest.strip()
         with self.store.read() as tx:
-            community = tx.find_community(user.platform, user.community_id)
+            community = tx.communities.find_community(user.platform, user.community_id)
             target: RoundRecord | None = None
             daily: RoundRecord | None = None
             if community is not None and reply_to is not None:
-                target = tx.daily_by_ref(community.id, reply_to)
+                target = tx.rounds.daily_by_ref(community.id, reply_to)
             elif community is not None and channel is not None:
                 if not explicit:
-                    member_id = tx.find_member(community.id, user.user_id)
-                    target = None if member_id is None else tx.pending_private(member_id)
+                    member_id = tx.members.find_member(community.id, user.user_id)
+                    target = None if member_id is None else tx.rounds.pending_private(member_id)
                 if target is None:
-                    daily = tx.open_daily_in(community.id, channel.channel_id, now)
+                    daily = tx.rounds.open_daily_in(community.id, channel.channel_id, now)
                     if explicit:
                         target = daily
         if reply_to is not None and target is None:
@@ -348,7 +343,7 @@ class RoundsMixin(EngineBase):
             return None
         if event_id is not None:
             with self.store.write() as tx:
-                if not tx.claim_event(user.platform, event_id, self.now(), EVENT_MEMORY):
+                if not tx.platform.claim_event(user.platform, event_id, self.now(), EVENT_MEMORY):
                     log.info("%s event %s again: already handled", user.platform, event_id)
                     return None
         return self.answer(user, target.id, choice)
@@ -357,69 +352,26 @@ class RoundsMixin(EngineBase):
         """A round's choices' texts in the order its members were shown them."""
         return [question.choices[i].text for i in self._order(row, question)]
 
-    def answer_reply(
-        self, user: UserRef, question_ref: str, text: str, event_id: str | None = None
-    ) -> AnswerFeedback | AlreadyAnswered | RoundClosed | Notice | None:
-        """A reply in the thread of a daily round's question post (`question_ref`: the
-        platform's reference of that post, as kept on the round, e.g. Slack's
-        "C123:1700000000.000100") answers THAT round, whatever practice question the member
-        has pending (`answer_text` with `reply_to`)."""
-        return self.answer_text(user, None, text, reply_to=question_ref, event_id=event_id)
-
-    def answer_with_home(
-        self,
-        user: UserRef,
-        custom_id: str | None = None,
-        *,
-        thread: str | None = None,
-        text: str = "",
-        event_id: str | None = None,
-    ) -> AnswerWithHome | None:
-        """An answer and the member's refreshed Home in one call (Slack's App Home after each
-        answer, one engine call per event): a button's `custom_id` (as `answer_button`), or,
-        with `thread`, `text` replied in that question post's thread (as `answer_reply`; None
-        when it is not an answer). The HomeCard comes only with a scored first answer; reading
-        it happens after the answer is committed, so a failure there is logged and the
-        feedback still comes back (with no Home)."""
-        if thread is not None:
-            feedback = self.answer_reply(user, thread, text, event_id)
-        elif custom_id is not None:
-            feedback = self.answer_button(user, custom_id)
-        else:
-            raise InvalidInput("That is neither an answer button nor a reply in a question's thread.")
-        if feedback is None:
-            return None
-        if not isinstance(feedback, AnswerFeedback):
-            return AnswerWithHome(feedback, None)
-        try:
-            home: HomeCard | None = self.home(user)
-        except Exception:
-            log.exception("the Home of %s after answering round %s", user.user_id, feedback.round_id)
-            home = None
-        return AnswerWithHome(feedback, home)
-
-    # -------------------------------------------------------------- close/reveal
-
     def close_round(self, round_id: int) -> RevealCard | Notice:
         """Close a daily round, queue its public reveal and return it, exactly once."""
         now = self.now()
         with self.store.write() as tx:
-            if not tx.close_daily(round_id, now):
-                if not tx.is_daily(round_id):
-                    raise NotFound("There is no such daily round.")
-                return Notice(f"Round #{tx.get_round(round_id).number} was already closed and revealed.")
-            card = self._reveal(tx, round_id)
-            row = tx.get_round(round_id)
-            tx.enqueue(row.community_id, row.channel_id, "reveal", str(round_id), now)
+            if not tx.rounds.close_daily(round_id, now):
+                if not tx.rounds.is_daily(round_id):
+                    raise NotFound(wording.NO_SUCH_DAILY_ROUND)
+                return Notice(wording.already_revealed(tx.rounds.get_round(round_id).number))
+            card = self.reveal(tx, round_id)
+            row = tx.rounds.get_round(round_id)
+            tx.outbox.enqueue(row.community_id, row.channel_id, "reveal", str(round_id), now)
         return card
 
     def close_open_in(self, channel: ChannelRef) -> RevealCard | Notice:
         """Close the newest open daily round in a channel (the console's /close)."""
         with self.store.read() as tx:
-            community = tx.find_community(channel.platform, channel.community_id)
-            found = None if community is None else tx.open_daily_in(community.id, channel.channel_id, None)
+            community = tx.communities.find_community(channel.platform, channel.community_id)
+            found = None if community is None else tx.rounds.open_daily_in(community.id, channel.channel_id, None)
         if found is None:
-            return Notice("There is no open daily round in this channel to close.")
+            return Notice(wording.NO_OPEN_DAILY_TO_CLOSE)
         return self.close_round(found.id)
 
     def close_due(self, community: CommunityRef | None = None) -> list[RevealCard]:
@@ -427,7 +379,7 @@ class RoundsMixin(EngineBase):
         all); each reveal once."""
         now = self.now()
         with self.store.read() as tx:
-            due = tx.due_daily_rounds(self._community_filter(tx, community), now)
+            due = tx.rounds.due_daily_rounds(self._community_filter(tx, community), now)
         cards = []
         for round_id in due:
             card = self.close_round(round_id)
@@ -438,19 +390,19 @@ class RoundsMixin(EngineBase):
     def next_close(self, community: CommunityRef) -> datetime | None:
         """When the community's earliest open daily round closes (for the scheduler), if any."""
         with self.store.read() as tx:
-            config = tx.find_community(community.platform, community.community_id)
-            moment = None if config is None else tx.next_close(config.id)
+            config = tx.communities.find_community(community.platform, community.community_id)
+            moment = None if config is None else tx.rounds.next_close(config.id)
         if moment is None:
             return None
         return as_utc(moment)
 
-    def _reveal(self, tx: StoreTx, round_id: int) -> RevealCard:
-        row = tx.get_round(round_id)
+    def reveal(self, tx: StoreTx, round_id: int) -> RevealCard:
+        row = tx.rounds.get_round(round_id)
         question = self._question(row.question_id, tx)
         order = self._order(row, question)
-        counts = tx.choice_counts(round_id)
+        counts = tx.answers.choice_counts(round_id)
         shown_answer = order.index(question.answer_index)
-        question_ref = row.message_ref or tx.outbox_ref(row.community_id, "question", str(round_id))
+        question_ref = row.message_ref or tx.outbox.outbox_ref(row.community_id, "question", str(round_id))
         return RevealCard(
             round_id=round_id,
             number=row.number,

@@ -14,30 +14,30 @@ from bot.core.timing import as_utc
 from bot.core.values import CommunityRef
 
 
-class ScheduleReadsMixin(EngineBase):
-    """Read-only queries for bot/schedule.py."""
+class ScheduleReads(EngineBase):
+    """Read-only queries for the scheduler (bot/schedule/)."""
 
     def community(self, ref: CommunityRef) -> CommunityConfig | None:
         """One community's settings, read by its key; None when it does not exist."""
         with self.store.read() as tx:
-            return tx.find_community(ref.platform, ref.community_id)
+            return tx.communities.find_community(ref.platform, ref.community_id)
 
     def scheduled(
         self, scope: Scope, after_version: int | None = None, ids: Iterable[int] | None = None
     ) -> list[Scheduled]:
         """The communities `scope` serves: all, those changed after a version, or these ids."""
         with self.store.read() as tx:
-            return tx.scheduled(scope, after_version, ids)
+            return tx.scheduling.scheduled(scope, after_version, ids)
 
     def next_closes(self, scope: Scope) -> dict[CommunityRef, datetime]:
         """When each served community's earliest open daily round closes (aware UTC)."""
         with self.store.read() as tx:
-            return {ref: as_utc(moment) for ref, moment in tx.next_closes(scope).items()}
+            return {ref: as_utc(moment) for ref, moment in tx.scheduling.next_closes(scope).items()}
 
     def due_rounds(self, scope: Scope) -> list[tuple[CommunityRef, int]]:
         """The served communities' open daily rounds whose answer window has ended."""
         with self.store.read() as tx:
-            return tx.due_rounds(scope, self.now())
+            return tx.scheduling.due_rounds(scope, self.now())
 
     def claimed(
         self, scope: Scope, since: datetime, weeks: Iterable[str]
@@ -45,4 +45,4 @@ class ScheduleReadsMixin(EngineBase):
         """What is claimed already: (community, channel, local date) of daily rounds opened
         since `since`, and (community, week) of the leaderboards of these weeks."""
         with self.store.read() as tx:
-            return tx.dailies_since(scope, since), tx.boards_posted(scope, weeks)
+            return tx.scheduling.dailies_since(scope, since), tx.scheduling.boards_posted(scope, weeks)

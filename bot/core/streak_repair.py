@@ -12,6 +12,7 @@ from bot.core import scoring
 from bot.core.community import CommunityConfig
 from bot.core.engine_base import EngineBase
 from bot.core.ports import StoreTx
+from bot.core.records import DailyOutcome
 from bot.core.timing import as_utc
 from bot.core.values import RepairOffer
 
@@ -38,20 +39,21 @@ class StreakState:
 
 
 def counted_days(
-    history: list[tuple[int, str | None, datetime | None, datetime | None, bool | None]],
+    history: list[DailyOutcome],
     repaired: set[int] | dict[int, datetime],
     now: datetime,
 ) -> list[DailyDay]:
     """The daily rounds that count for a streak, newest first (an open round not yet answered
     does not break it, so it is left out), a repaired round counted as answered right."""
     days: list[DailyDay] = []
-    for round_id, local_date, closed_at, closes_at, correct in history:
+    for day in history:
+        closed_at, closes_at = day.closed_at, day.closes_at
         ended = as_utc(closed_at) if closed_at is not None else (as_utc(closes_at) if closes_at is not None else None)
         still_open = closed_at is None and (closes_at is None or as_utc(closes_at) > now)
-        if still_open and correct is None and not days:
+        if still_open and day.correct is None and not days:
             continue
-        outcome = True if round_id in repaired else correct
-        days.append(DailyDay(round_id, local_date or "", ended, outcome))
+        outcome = True if day.round_id in repaired else day.correct
+        days.append(DailyDay(day.round_id, day.local_date or "", ended, outcome))
     return days
 
 
@@ -79,14 +81,14 @@ def repair_open(miss: DailyDay, last_repair: datetime | None, now: datetime) -> 
     return deadline, None
 
 
-class StreakRepairMixin(EngineBase):
+class Streaks(EngineBase):
     """Streaks with their repaired days, and the repair earned by a review, for StudyEngine."""
 
-    def _streak_state(self, tx: StoreTx, community: CommunityConfig, member_id: int, now: datetime) -> StreakState:
+    def state(self, tx: StoreTx, community: CommunityConfig, member_id: int, now: datetime) -> StreakState:
         """The member's streak and best streak (repaired days counted), their repaired days,
         and the repair still open to them, if any."""
-        repairs = {round_id: as_utc(at) for round_id, at in tx.streak_repairs(member_id).items()}
-        days = counted_days(tx.daily_history(community.id, member_id), repairs, now)
+        repairs = {round_id: as_utc(at) for round_id, at in tx.streaks.streak_repairs(member_id).items()}
+        days = counted_days(tx.streaks.daily_history(community.id, member_id), repairs, now)
         outcomes = [day.outcome for day in days]
         streak, best = scoring.leading_run(outcomes), scoring.best_run(reversed(outcomes))
         repaired = tuple(day.local_date for day in days if day.round_id in repairs)
@@ -96,23 +98,23 @@ class StreakRepairMixin(EngineBase):
             window = repair_open(miss, max(repairs.values(), default=None), now)
             if window is not None:
                 deadline, blocked_until = window
-                due = tx.reviews_due(member_id, now)
+                due = tx.reviews.reviews_due(member_id, now)
                 offer = RepairOffer(miss.local_date, deadline, due, blocked_until, community.timezone)
         return StreakState(streak, best, repaired, offer)
 
-    def _repair_streak(self, tx: StoreTx, community_id: int, member_id: int, now: datetime) -> str | None:
+    def repair(self, tx: StoreTx, community_id: int, member_id: int, now: datetime) -> str | None:
         """After a review answer: when no review is due any more and a miss that broke the
         member's streak is within its window (and no repair in the last week), that day is
         earned back. Returns its local date, or None."""
-        if tx.reviews_due(member_id, now) > 0:
+        if tx.reviews.reviews_due(member_id, now) > 0:
             return None
-        repairs = {round_id: as_utc(at) for round_id, at in tx.streak_repairs(member_id).items()}
-        miss = breaking_miss(counted_days(tx.daily_history(community_id, member_id), repairs, now))
+        repairs = {round_id: as_utc(at) for round_id, at in tx.streaks.streak_repairs(member_id).items()}
+        miss = breaking_miss(counted_days(tx.streaks.daily_history(community_id, member_id), repairs, now))
         if miss is None:
             return None
         window = repair_open(miss, max(repairs.values(), default=None), now)
         if window is None or window[1] is not None:
             return None
-        if not tx.add_streak_repair(community_id, member_id, miss.round_id, now):
+        if not tx.streaks.add_streak_repair(community_id, member_id, miss.round_id, now):
             return None
         return miss.local_date

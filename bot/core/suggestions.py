@@ -1,13 +1,13 @@
 """Members' questions (/suggest): parse a form, check it with the bank's own rules, and turn
 an approved one into a bank Question or back into the bank's YAML.
 
-The check writes the form as a one-question YAML document with every field on its own line
-and runs the bank's parser (bot/core/bank.parse_file) on it, so a suggestion meets exactly
-the rules of questions/*.yaml (lengths, one right choice, a why on every choice, a reference,
-the give-away rule); each problem's line says which field it is about. A few rules are added
-for text typed into a chat: upper lengths, no pings, no near-duplicate of a question the
-community already has, and a right choice that is not the longest (the bank keeps that under
-30% of its questions, so an exported set must not lean on it).
+The check hands the form to the bank's schema (bot/core/bank/schema.py's QuestionEntry), the
+pydantic model every question of questions/*.yaml meets, so a suggestion meets exactly its rules
+(lengths, one right choice, a why on every choice, a reference, the give-away rules); each
+problem's location in the model says which field it is about. A few rules are added for text
+typed into a chat: upper lengths, no pings, no near-duplicate of a question the community
+already has, and a right choice that is not the longest (the bank keeps that under 30% of its
+questions, so an exported set must not lean on it).
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import dataclass
 
 import yaml
+from pydantic import ValidationError
 
 from bot.core import bank as rules
-from bot.core.bank import Choice, Question
+from bot.core.bank import Choice, Question, QuestionEntry, Rule
+from bot.core.bank.schema import Loc
 from bot.core.values import FieldProblem, SuggestionForm, letter
 
 MAX_WHY = 400
@@ -123,119 +125,26 @@ def in_first_form(field: str) -> bool:
     return field in ("topic", "level", "prompt", "choices", "correct") or field.startswith("choice_")
 
 
-def _q(text: str) -> str:
-    """A YAML double-quoted scalar (JSON's string syntax is a subset)."""
-    return json.dumps(text)
-
-
 def check(form: SuggestionForm, existing: Sequence[Question] = ()) -> tuple[Question | None, tuple[FieldProblem, ...]]:
     """The question a form describes, or the problems that refuse it (each with its field).
     `existing`: the community's questions, for the duplicate rules."""
-    problems: list[FieldProblem] = []
-    topic = _clean(form.topic).lower()
-    if topic not in rules.TOPICS:
-        problems.append(_problem("topic", f"'{topic[:40]}' is not a topic; choose one of: {', '.join(rules.TOPICS)}"))
-    level = LEVEL_WORDS.get(_clean(form.level).lower())
-    if level is None:
-        problems.append(_problem("level", "the level must be 1 (intro), 2 (practitioner) or 3 (expert)"))
-    pairs: list[tuple[int, str, str]] = []
-    for i in range(max(len(form.choices), len(form.whys))):
-        text = _clean(form.choices[i]) if i < len(form.choices) else ""
-        why = _clean(form.whys[i]) if i < len(form.whys) else ""
-        if text or why:
-            pairs.append((i, text, why))
-            if not text:
-                problems.append(_problem(f"choice_{i}", "a why is given but the choice's text is empty"))
-    correct = _clean(form.correct)
-    answer: int | None = None
-    if len(correct) == 1 and correct.lower() in "abcde":
-        answer = "abcde".index(correct.lower())
-    else:
-        answer = next((i for i, text, _ in pairs if text and rules.normalise(text) == rules.normalise(correct)), None)
-    if answer is None or answer not in [i for i, _, _ in pairs]:
-        problems.append(_problem("correct", "say which choice is right by its letter (A-E) or its text"))
-        answer = None
-    trap, explain, hint = _clean(form.trap), _clean(form.explain), _clean(form.hint)
-    refs = [r for r in (_clean(ref) for ref in form.refs) if r]
-    for field, text, limit in (("trap", trap, MAX_TRAP), ("explain", explain, MAX_EXPLAIN)):
-        if len(text) > limit:
-            problems.append(_problem(field, f"is {len(text)} characters; the limit is {limit}"))
-    for i, _, why in pairs:
-        if len(why) > MAX_WHY:
-            problems.append(_problem(f"why_{i}", f"is {len(why)} characters; the limit is {MAX_WHY}"))
-    if len(refs) > MAX_REFS:
-        problems.append(_problem("refs", f"give at most {MAX_REFS} references, not {len(refs)}"))
-    for ref in refs:
-        if len(ref) > MAX_REF:
-            problems.append(_problem("refs", f"a reference is {len(ref)} characters; the limit is {MAX_REF}"))
-
-    # The bank's own rules, on the form written as a bank file.
-    lines: list[tuple[str, str]] = [
-        (f"topic: {_q(topic if topic in rules.TOPICS else 'fundamentals')}", "topic"),
-        ("questions:", "topic"),
-        ("  - id: suggested-question", "trap"),  # the question's own line: "needs a trap or an explain"
-        (f"    difficulty: {level or 2}", "level"),
-        (f"    prompt: {_q(_clean(form.prompt))}", "prompt"),
-    ]
-    if pairs:
-        lines.append(("    choices:", "choices"))
-        for i, text, why in pairs:
-            lines.append((f"      - text: {_q(text)}", f"choice_{i}"))
-            lines.append((f"        correct: {'true' if i == answer else 'false'}", "correct"))
-            if why:
-                lines.append((f"        why: {_q(why)}", f"why_{i}"))
-            else:
-                problems.append(_problem(f"why_{i}", "every choice needs a why: say why it is right or wrong"))
-                lines.append((f"        why: {_q('x' * rules.MIN_WHY)}", f"why_{i}"))
-    else:
-        lines.append(("    choices: []", "choices"))
-    if trap:
-        lines.append((f"    trap: {_q(trap)}", "trap"))
-    if explain:
-        lines.append((f"    explain: {_q(explain)}", "explain"))
-    if hint:
-        lines.append((f"    hint: {_q(hint)}", "hint"))
-    if refs:
-        lines.append(("    refs:", "refs"))
-        lines.extend((f"      - {_q(ref)}", "refs") for ref in refs)
-    else:
-        lines.append(("    refs: []", "refs"))
-    path = Path(f"{topic if topic in rules.TOPICS else 'fundamentals'}.yaml")
-    found, bank_problems = rules.parse_file(path, "\n".join(line for line, _ in lines) + "\n", root=None, style=True)
-    for text in bank_problems:
-        match = re.match(r"^.*?:(\d+): (.*)$", text)
-        if match is None:
-            continue
-        number, reason = int(match.group(1)), match.group(2)
-        field = lines[number - 1][1] if 0 < number <= len(lines) else "prompt"
-        if reason.startswith("exactly one choice"):
-            if answer is None:
-                continue  # already said: which choice is right
-            field, reason = "correct", "exactly one choice must be right"
-        elif reason.startswith("a question has"):
-            field = "choices"
-        elif reason.startswith("question needs a 'trap'"):
-            reason = "give the trap (the misconception that makes people pick wrong) or an explanation"
-        elif reason.startswith("refs must be"):
-            reason = "give at least one reference a reader can open (a document's name or a link)"
-        problems.append(_problem(field, reason))
-    same = _same_prompt(_clean(form.prompt), existing)
+    typed = _Typed.of(form)
+    question, bank_problems = typed.bank_check()
+    problems = [*typed.chat_problems(), *bank_problems]
+    same = _same_prompt(typed.prompt, existing)
     if same is not None:
         problems.append(same)
-    if problems or not found:
+    if problems or question is None:
         return None, _unique(problems)
-
-    question = found[0]
-    if question.answer_index is not None and rules.correct_is_longest(question):
+    if rules.correct_is_longest(question):
         problems.append(
             _problem(
-                f"choice_{pairs[question.answer_index][0]}",
+                typed.field(("choices", question.answer_index)),
                 "the right choice is the longest one, which gives it away; make a wrong choice at least as long",
             )
         )
-    candidate = Question(**{**question.__dict__, "id": "suggested-question"})  # a same prompt: refused above
-    for _, a, b in rules.near_duplicates([*existing, candidate]):
-        other = a if b is candidate else b if a is candidate else None
+    for _, a, b in rules.near_duplicates([*existing, question]):
+        other = a if b is question else b if a is question else None
         if other is not None:
             problems.append(
                 _problem(
@@ -247,6 +156,168 @@ def check(form: SuggestionForm, existing: Sequence[Question] = ()) -> tuple[Ques
     if problems:
         return None, _unique(problems)
     return question, ()
+
+
+@dataclass(frozen=True)
+class _Typed:
+    """A form as the bank's schema reads it: cleaned of pings and extra spaces, its choices
+    paired with their whys (`pairs`: the form's position, the text, the why)."""
+
+    topic: str
+    level: int | None
+    prompt: str
+    pairs: tuple[tuple[int, str, str], ...]
+    answer: int | None
+    trap: str
+    explain: str
+    hint: str
+    refs: tuple[str, ...]
+
+    @classmethod
+    def of(cls, form: SuggestionForm) -> _Typed:
+        pairs: list[tuple[int, str, str]] = []
+        for i in range(max(len(form.choices), len(form.whys))):
+            text = _clean(form.choices[i]) if i < len(form.choices) else ""
+            why = _clean(form.whys[i]) if i < len(form.whys) else ""
+            if text or why:
+                pairs.append((i, text, why))
+        correct = _clean(form.correct)
+        if len(correct) == 1 and correct.lower() in "abcde":
+            answer: int | None = "abcde".index(correct.lower())
+        else:
+            key = rules.normalise(correct)
+            answer = next((i for i, text, _ in pairs if text and rules.normalise(text) == key), None)
+        return cls(
+            topic=_clean(form.topic).lower(),
+            level=LEVEL_WORDS.get(_clean(form.level).lower()),
+            prompt=_clean(form.prompt),
+            pairs=tuple(pairs),
+            answer=answer if answer in [i for i, _, _ in pairs] else None,
+            trap=_clean(form.trap),
+            explain=_clean(form.explain),
+            hint=_clean(form.hint),
+            refs=tuple(r for r in (_clean(ref) for ref in form.refs) if r),
+        )
+
+    def chat_problems(self) -> list[FieldProblem]:
+        """The rules for text typed into a chat, beyond the bank's own."""
+        problems: list[FieldProblem] = []
+        if self.topic not in rules.TOPICS:
+            reason = f"'{self.topic[:40]}' is not a topic; choose one of: {', '.join(rules.TOPICS)}"
+            problems.append(_problem("topic", reason))
+        if self.level is None:
+            problems.append(_problem("level", "the level must be 1 (intro), 2 (practitioner) or 3 (expert)"))
+        problems += [
+            _problem(f"choice_{i}", "a why is given but the choice's text is empty")
+            for i, text, _ in self.pairs
+            if not text
+        ]
+        if self.answer is None:
+            problems.append(_problem("correct", "say which choice is right by its letter (A-E) or its text"))
+        return problems + self._length_problems()
+
+    def _length_problems(self) -> list[FieldProblem]:
+        """The upper lengths of text typed into a chat (the bank's own are the schema's)."""
+        problems: list[FieldProblem] = []
+        for field, text, limit in (("trap", self.trap, MAX_TRAP), ("explain", self.explain, MAX_EXPLAIN)):
+            if len(text) > limit:
+                problems.append(_problem(field, f"is {len(text)} characters; the limit is {limit}"))
+        for i, _, why in self.pairs:
+            if len(why) > MAX_WHY:
+                problems.append(_problem(f"why_{i}", f"is {len(why)} characters; the limit is {MAX_WHY}"))
+        if len(self.refs) > MAX_REFS:
+            problems.append(_problem("refs", f"give at most {MAX_REFS} references, not {len(self.refs)}"))
+        for ref in self.refs:
+            if len(ref) > MAX_REF:
+                problems.append(_problem("refs", f"a reference is {len(ref)} characters; the limit is {MAX_REF}"))
+        return problems
+
+    def entry(self) -> dict[str, object]:
+        """The form as a question of a bank file (a valid placeholder where the chat's own rules
+        already refused a field), for the schema to validate."""
+        entry: dict[str, object] = {
+            "id": "suggested-question",
+            "difficulty": self.level or 2,
+            "prompt": self.prompt,
+            "choices": [
+                {"text": text, "correct": i == self.answer, "why": why or "x" * rules.MIN_WHY}
+                for i, text, why in self.pairs
+            ],
+            "refs": list(self.refs),
+        }
+        for key, text in (("trap", self.trap), ("explain", self.explain), ("hint", self.hint)):
+            if text:
+                entry[key] = text
+        return entry
+
+    def bank_check(self) -> tuple[Question | None, list[FieldProblem]]:
+        """The question, or the problems the bank's own rules (the schema's and the give-aways)
+        find, each at the field it is about."""
+        problems = [
+            _problem(f"why_{i}", "every choice needs a why: say why it is right or wrong")
+            for i, _, why in self.pairs
+            if not why
+        ]
+        topic = self.topic if self.topic in rules.TOPICS else "fundamentals"
+        try:
+            question = QuestionEntry.model_validate(self.entry()).question(topic)
+        except ValidationError as exc:
+            for error in sorted(exc.errors(), key=lambda error: _order(tuple(error["loc"]))):
+                reworded = self._reworded(error["type"], error["msg"], tuple(error["loc"]))
+                if reworded is not None:
+                    problems.append(reworded)
+            return None, problems
+        problems += [_problem(self.field(loc), reason) for loc, reason in rules.style_problems(question)]
+        return (None if problems else question), problems
+
+    def _reworded(self, rule: str, reason: str, loc: Loc) -> FieldProblem | None:
+        """A problem of the schema as a member reads it, at the field they typed; None where the
+        chat's own rules already said it."""
+        if rule == Rule.ONE_CORRECT:
+            return None if self.answer is None else _problem("correct", "exactly one choice must be right")
+        if rule == Rule.TRAP_OR_EXPLAIN:
+            reason = "give the trap (the misconception that makes people pick wrong) or an explanation"
+        elif rule == Rule.REFS:
+            reason = "give at least one reference a reader can open (a document's name or a link)"
+        return _problem(self.field(loc), reason)
+
+    def field(self, loc: Loc) -> str:
+        """The form's field a schema location is in: ("choices", 1, "why") is the why of the
+        second choice typed (its position in the form: blank choices are left out)."""
+        if not loc:
+            return "trap"  # the question itself: its trap-or-explanation rule, a folded line
+        index = loc[1] if loc[0] == "choices" and len(loc) > 1 else None
+        if isinstance(index, int):
+            at = self.pairs[index][0]
+            part = loc[2] if len(loc) > 2 else "text"
+            return "correct" if part == "correct" else f"why_{at}" if part == "why" else f"choice_{at}"
+        return _FIELDS.get(str(loc[0]), "prompt")
+
+
+# A form's field by the schema's name of it (the question's own key).
+_FIELDS = {
+    "difficulty": "level",
+    "prompt": "prompt",
+    "choices": "choices",
+    "trap": "trap",
+    "explain": "explain",
+    "hint": "hint",
+    "refs": "refs",
+}
+# The order a form's problems are told in: the question's own rules, then its fields as a bank
+# file writes them (a choice's text, whether it is right, its why).
+_ORDER = ("", "difficulty", "prompt", "choices", "trap", "explain", "hint", "refs")
+_CHOICE_ORDER = ("text", "correct", "why")
+
+
+def _order(loc: Loc) -> tuple[int, int, int]:
+    head = str(loc[0]) if loc else ""
+    rank = _ORDER.index(head) if head in _ORDER else len(_ORDER)
+    index = loc[1] if head == "choices" and len(loc) > 1 else None
+    if not isinstance(index, int):
+        return rank, -1, 0
+    part = str(loc[2]) if len(loc) > 2 else "text"
+    return rank, index, _CHOICE_ORDER.index(part) if part in _CHOICE_ORDER else 0
 
 
 def _unique(problems: list[FieldProblem]) -> tuple[FieldProblem, ...]:

@@ -5,18 +5,17 @@ values come from bot/core/pages.py). StudyEngine (bot/core/engine.py) mixes this
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
-from datetime import datetime
 
-from bot.core import pages, scoring
+from bot.core import pages, scoring, wording
 from bot.core.bank import TOPICS
+from bot.core.boards import Boards
 from bot.core.calibration import calibration
 from bot.core.community import CommunityConfig
-from bot.core.engine_base import EngineBase
+from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput, NotFound
 from bot.core.fsrs_community import config_pair
+from bot.core.outbox import Outbox
 from bot.core.ports import StoreTx
-from bot.core.records import OutboxRecord
 from bot.core.text import clean_name
 from bot.core.timing import as_utc
 from bot.core.values import (
@@ -27,25 +26,26 @@ from bot.core.values import (
     LeaderboardPage,
     LinkVersions,
     MemberPage,
-    ScoreCard,
     UserRef,
     WebCommunity,
 )
 
 
-class WebPagesMixin(EngineBase):
+class WebPages(EngineBase):
     """Read-only views for the study web page (bot/web). Who may see which is the web layer's
     rule; these only never show a question before its first reveal in the community."""
 
-    # Provided by OutboxMixin and BoardsMixin.
-    _alerts: Callable[[StoreTx, Sequence[OutboxRecord]], list[str]]
-    _score_card: Callable[[StoreTx, UserRef, CommunityConfig | None, int | None, datetime], ScoreCard]
-    _flagged_lines: Callable[[StoreTx, int, datetime], tuple[tuple[str, tuple[str, ...]], ...]]
+    def __init__(self, shared: Shared, outbox: Outbox, boards: Boards) -> None:
+        super().__init__(shared)
+        self.outbox = outbox
+        self.boards = boards
+
+
 
     def _web_config(self, tx: StoreTx, community: CommunityRef) -> tuple[WebCommunity, CommunityConfig]:
-        config = tx.find_community(community.platform, community.community_id)
+        config = tx.communities.find_community(community.platform, community.community_id)
         if config is None:
-            raise NotFound("There is no such community.")
+            raise NotFound(wording.NO_SUCH_COMMUNITY)
         return pages.web_community(community, config), config
 
     def link_current(self, community: CommunityRef, holder: str, admin: bool, versions: LinkVersions) -> bool:
@@ -53,7 +53,7 @@ class WebPagesMixin(EngineBase):
         member, or the admin an admin link names) are the stored ones. /forget-me, `/config
         web rotate` and an admin losing the right advance them, revoking every older link."""
         with self.store.read() as tx:
-            config = tx.find_community(community.platform, community.community_id)
+            config = tx.communities.find_community(community.platform, community.community_id)
             if config is None:
                 return True  # the page's own call answers 404
             key = self._link_holder(community, holder, "admin" if admin else "member")
@@ -62,7 +62,7 @@ class WebPagesMixin(EngineBase):
     def web_community(self, community: CommunityRef) -> WebCommunity | None:
         """The community a page is asked for, or None when the bot does not know it."""
         with self.store.read() as tx:
-            config = tx.find_community(community.platform, community.community_id)
+            config = tx.communities.find_community(community.platform, community.community_id)
         return None if config is None else pages.web_community(community, config)
 
     def leaderboard_page(
@@ -80,9 +80,9 @@ class WebPagesMixin(EngineBase):
             week = "all"
         with self.store.read() as tx:
             web, config = self._web_config(tx, community)
-            mine = tx.member_named(config.id, user_id) if user_id else None
+            mine = tx.members.member_named(config.id, user_id) if user_id else None
             return pages.leaderboard_page(
-                tx, web, config.id, self.now(), week, page, highlight=clean_name(mine[1]) if mine else None
+                tx, web, config.id, self.now(), week, page, highlight=clean_name(mine.name) if mine else None
             )
 
     def member_page(self, community: CommunityRef, user_id: str) -> MemberPage:
@@ -91,16 +91,16 @@ class WebPagesMixin(EngineBase):
         now = self.now()
         with self.store.read() as tx:
             web, config = self._web_config(tx, community)
-            found = tx.member_named(config.id, user_id)
+            found = tx.members.member_named(config.id, user_id)
             if found is None:
-                raise NotFound("This member has not answered anything here yet.")
-            member_id, name = found
-            history = pages.week_history(tx.week_points(member_id), scoring.iso_week(now, config.timezone))
-            topics = pages.topic_accuracy(tx.question_outcomes(member_id), self.bank)
-            missed = pages.missed_questions(tx.missed_answers(member_id, pages.MISSED_LIMIT * 2), self.bank)
-            upcoming = [due for question_id, due in tx.reviews(member_id) if self.bank.get(question_id)]
+                raise NotFound(wording.NOTHING_ANSWERED_YET)
+            member_id, name = found.id, found.name
+            history = pages.week_history(tx.boards.week_points(member_id), scoring.iso_week(now, config.timezone))
+            topics = pages.topic_accuracy(tx.answers.question_outcomes(member_id), self.bank)
+            missed = pages.missed_questions(tx.answers.missed_answers(member_id, pages.MISSED_LIMIT * 2), self.bank)
+            upcoming = [due for question_id, due in tx.reviews.reviews(member_id) if self.bank.get(question_id)]
             user = UserRef(community.platform, community.community_id, user_id, name)
-            score = self._score_card(tx, user, config, member_id, now)  # in the same unit of work
+            score = self.boards.score_card(tx, user, config, member_id, now)  # in the same unit of work
         next_review = min(upcoming, default=None)
         next_review = None if next_review is None else as_utc(next_review)
         return MemberPage(web, score, history, topics, missed[: pages.MISSED_LIMIT], next_review)
@@ -108,7 +108,7 @@ class WebPagesMixin(EngineBase):
     def bank_page(self, community: CommunityRef, topic: str | None = None, page: int = 1) -> BankPage:
         """The bank as study material: the questions revealed in this community, by topic."""
         if topic is not None and topic not in TOPICS:
-            raise NotFound(f"There is no topic '{topic[:40]}'.")
+            raise NotFound(wording.no_such_topic(topic))
         with self.store.read() as tx:
             web, config = self._web_config(tx, community)
             shown = pages.shown_questions(tx, config.id, self.bank)
@@ -126,14 +126,14 @@ class WebPagesMixin(EngineBase):
         """The community's newest demos with their results."""
         with self.store.read() as tx:
             web, config = self._web_config(tx, community)
-            jobs = tx.community_demos(config.id, limit)
+            jobs = tx.demos.community_demos(config.id, limit)
         return DemosPage(web, tuple(pages.demo_entry(job) for job in jobs))
 
     def demo_chart(self, community: CommunityRef, job_id: int) -> str | None:
         """The chart file of one of this community's demos, if it drew one."""
         with self.store.read() as tx:
             _, config = self._web_config(tx, community)
-            job = tx.get_demo(job_id)
+            job = tx.demos.get_demo(job_id)
         if job is None or job.community_id != config.id or job.state != "done":
             return None
         return job.chart_path
@@ -144,11 +144,11 @@ class WebPagesMixin(EngineBase):
         now = self.now()
         with self.store.read() as tx:
             web, config = self._web_config(tx, community)
-            alerts = tuple(self._alerts(tx, tx.undelivered(config.id)))
-            jobs = tx.community_demos(config.id, 20)
-            closes = tx.next_close(config.id)
-            flagged = self._flagged_lines(tx, config.id, now)
-            community_calibration = calibration(tx.confidence_counts(community_id=config.id))
+            alerts = tuple(self.outbox.alerts(tx, tx.outbox.undelivered(config.id)))
+            jobs = tx.demos.community_demos(config.id, 20)
+            closes = tx.rounds.next_close(config.id)
+            flagged = self.boards.flagged_lines(tx, config.id, now)
+            community_calibration = calibration(tx.confidence.confidence_counts(community_id=config.id))
             fsrs = config_pair(tx, config.id)
         daily, weekly = pages.next_runs(config, now)
         closes = None if closes is None else as_utc(closes)

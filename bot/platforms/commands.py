@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, CommunityRef, UserRef
 
 EVERYWHERE = ("console", "discord", "slack")
@@ -31,10 +33,14 @@ class Where:
 
 @dataclass(frozen=True)
 class Ask:
-    """One engine call: a StudyEngine method's name and its positional arguments."""
+    """One engine call: which service method answers (`method(engine)` gives it, bound, so a
+    typo is a type error, not a lookup that fails at run time) and its positional arguments."""
 
-    method: str
+    method: Callable[[StudyEngine], Callable[..., Any]]
     args: tuple[object, ...]
+
+    def bound(self, engine: StudyEngine) -> Callable[..., Any]:
+        return self.method(engine)
 
 
 @dataclass(frozen=True)
@@ -52,36 +58,36 @@ class TextCommand:
 def _refused(name: str, text: str, allowed: tuple[str, ...]) -> Ask:
     """A command given an option it does not take: refused in one sentence (an engine call that
     raises it), never read as the command without it (`/review foo` is not `/review`)."""
-    return Ask("refuse_option", (name, text, allowed))
+    return Ask(lambda e: e.refuse_option, (name, text, allowed))
 
 
 def _quiz(where: Where, text: str) -> Ask:
-    return Ask("quiz", (where.user, where.channel, text or None))
+    return Ask(lambda e: e.practice.quiz, (where.user, where.channel, text or None))
 
 
 def _review(where: Where, text: str) -> Ask:
     """`review`: the next due review; `review export`: your missed questions as an Anki deck."""
     if text.lower() == "export":
-        return Ask("review_export", (where.user,))
+        return Ask(lambda e: e.anki.review_export, (where.user,))
     if text:
         return _refused("review", text, ("export",))
-    return Ask("review", (where.user, where.channel))
+    return Ask(lambda e: e.practice.review, (where.user, where.channel))
 
 
 def _score(where: Where, text: str) -> Ask:
     if text:
         return _refused("score", text, ())
-    return Ask("score", (where.user,))
+    return Ask(lambda e: e.boards.score, (where.user,))
 
 
 def _leaderboard(where: Where, text: str) -> Ask:
-    return Ask("leaderboard_for", (where.community, text or None))
+    return Ask(lambda e: e.boards.leaderboard_for, (where.community, text or None))
 
 
 def _forget_me(where: Where, text: str) -> Ask:
     if text and text.lower() != "confirm":
         return _refused("forget-me", text, ("confirm",))
-    return Ask("forget_me", (where.user, text.lower() == "confirm"))
+    return Ask(lambda e: e.admin.forget_me, (where.user, text.lower() == "confirm"))
 
 
 def _config(where: Where, text: str) -> Ask:
@@ -91,23 +97,23 @@ def _config(where: Where, text: str) -> Ask:
     if key == "channel" and value.lower() in ("", "here", "this"):
         value = where.channel.channel_id
     admin = where.user if where.admin else None  # their link names them; a refused asker's is revoked
-    return Ask("configure", (where.community, key, value or None, admin, where.user))
+    return Ask(lambda e: e.admin.configure, (where.community, key, value or None, admin, where.user))
 
 
 def _demo(where: Where, text: str) -> Ask:
-    return Ask("request_demo", (where.user, where.channel, text))
+    return Ask(lambda e: e.demos.request_demo, (where.user, where.channel, text))
 
 
 def _daily(where: Where, text: str) -> Ask:
     if text:
         return _refused("daily", text, ())
-    return Ask("open_daily", (where.channel,))
+    return Ask(lambda e: e.rounds.open_daily, (where.channel,))
 
 
 def _close(where: Where, text: str) -> Ask:
     if text:
         return _refused("close", text, ())
-    return Ask("close_open_in", (where.channel,))
+    return Ask(lambda e: e.rounds.close_open_in, (where.channel,))
 
 
 TABLE: tuple[TextCommand, ...] = (

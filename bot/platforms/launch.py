@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bot.config import Settings
 from bot.core.engine import StudyEngine
+from bot.errors import OperatorError
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -56,7 +57,7 @@ def adapters() -> tuple[str, ...]:
     return tuple(found)
 
 
-class LaunchError(ValueError):
+class LaunchError(OperatorError):
     """One sentence for the person starting the bot; the process exits with status 2."""
 
 
@@ -157,18 +158,9 @@ async def serve(
     """Run the chat platforms on one event loop with one Runtime until one of them stops (the
     console at the end of its input). `schedule`: run the scheduler (`console --no-schedule`
     does not); `console`: the console's options (its user, community, output)."""
-    from bot.jobs import DemoJobRunner, make_backend
-    from bot.platforms.runtime import Runtime
+    from bot.wiring import build_runtime
 
-    runtime = Runtime(engine, platforms, settings.bridge_threads)
-    runtime.demo_runner = DemoJobRunner(
-        engine,
-        make_backend(settings.worker, settings.redis_url, settings.celery_queue, settings.demo_timeout_s),
-        settings.demo_out_dir,
-        on_progress=runtime.demo_progress,
-        on_finished=runtime.wake,
-        parallel=settings.demo_parallel,
-    )
+    runtime = build_runtime(engine, platforms, settings)
     apps = [_attach(name, settings, runtime, console) for name in platforms]
     await runtime.start(schedule=schedule)
     web_server = None

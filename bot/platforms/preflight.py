@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.checks import JsonHttp, secret_value
 from bot.config import Settings
+from bot.errors import OperatorError
 
 log = logging.getLogger(__name__)
 
@@ -23,12 +24,8 @@ TRIES = 3
 WAITS_S = (1.0, 3.0)
 
 
-class PlatformRefused(Exception):
+class PlatformRefused(OperatorError):
     """A platform refused a token or could not be reached: one sentence, exit 1."""
-
-    def __init__(self, sentence: str) -> None:
-        super().__init__(sentence)
-        self.sentence = sentence
 
 
 def shape_problem(settings: Settings, platforms: tuple[str, ...]) -> str | None:

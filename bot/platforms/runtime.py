@@ -27,9 +27,9 @@ from bot.core.values import (
     SuggestionDecided,
 )
 from bot.delivery import AsyncSend, Deliverer, wake_or_timeout
-from bot.fsrs_runs import WeeklyFits
 from bot.jobs import DemoJobRunner
 from bot.schedule import StudyScheduler
+from bot.store.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -38,25 +38,33 @@ T = TypeVar("T")
 
 
 class Runtime:
+    """What the platforms of one process share, built by the composition root
+    (bot/wiring.py build_runtime): the engine, the bridge into it, the scheduler, the demo-job
+    runner (None: demos are not run here) and the database (the Slack installation store's).
+    The Runtime connects their callbacks to itself: a claimed round wakes the deliverers, the
+    scheduler asks which communities this process serves, a finished demo wakes them too."""
+
     def __init__(
         self,
         engine: StudyEngine,
         platforms: tuple[str, ...],
-        bridge_threads: int = 8,
+        bridge: Bridge,
+        scheduler: StudyScheduler,
+        demo_runner: DemoJobRunner | None = None,
+        database: Database | None = None,
         deliver_every_s: float = 5.0,
     ) -> None:
         self.engine = engine
         self.platforms = platforms
-        self.bridge = Bridge(bridge_threads)
+        self.bridge = bridge
         self.deliver_every_s = deliver_every_s
-        self.scheduler = StudyScheduler(
-            engine,
-            platforms=platforms,
-            on_claimed=self.wake,
-            accepts=self.serves,
-            scope=self.scope,
-            weekly_fit=WeeklyFits(engine),  # each community's FSRS fit, weekly, on the demo worker
-        )
+        self.database = database
+        self.scheduler = scheduler
+        scheduler.report_to(on_claimed=self.wake, accepts=self.serves, scope=self.scope)
+        self.demo_runner = demo_runner
+        if demo_runner is not None:
+            demo_runner.on_progress = self.demo_progress
+            demo_runner.on_finished = self.wake
         self.deliverers: dict[str, Deliverer] = {}
         self._senders: dict[str, AsyncSend] = {}
         self._serves: dict[str, Callable[[str], bool]] = {}
@@ -66,7 +74,6 @@ class Runtime:
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self.scheduling = False
-        self.demo_runner: DemoJobRunner | None = None  # set by serve(); runs /demo jobs
 
     def add_sender(self, platform: str, send: AsyncSend, serves: Callable[[str], bool] | None = None) -> None:
         """The platform's way of posting a card in a channel (returns its message reference).

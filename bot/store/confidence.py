@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, Table, func, select, update
 
 from bot.core.records import ConfidenceContext
+from bot.store.rows import Repo
 from bot.store.tables import Answer, Round
 
 answers: Table = Answer.__table__  # type: ignore[attr-defined]
@@ -71,3 +72,23 @@ def counts(
         query = query.where(answers.c.community_id == community_id)
     query = query.group_by(answers.c.confidence, answers.c.correct)
     return {(str(sure), bool(correct)): int(n) for sure, correct, n in conn.execute(query)}
+
+
+class ConfidenceRepo(Repo):
+    """Confidence's part of one transaction's queries (ConfidenceTx)."""
+
+    __slots__ = ()
+
+    def set_review_before(self, round_id: int, member_id: int, state: str) -> None:
+        set_review_before(self.conn, round_id, member_id, state)
+
+    def confidence_context(self, round_id: int, member_id: int) -> ConfidenceContext | None:
+        return context(self.conn, round_id, member_id)
+
+    def set_confidence(self, round_id: int, member_id: int, value: str) -> bool:
+        return set_confidence(self.conn, round_id, member_id, value)
+
+    def confidence_counts(
+        self, member_id: int | None = None, community_id: int | None = None
+    ) -> dict[tuple[str, bool], int]:
+        return counts(self.conn, member_id=member_id, community_id=community_id)

@@ -1,6 +1,6 @@
 """The queries that open many daily rounds in one transaction (bot/core/daily_batch.py): the
-communities by key, the rounds already open, what each community asked last, the rounds and
-their outbox rows written with one statement each. SqlTx inherits these.
+rounds already open, what each community asked last, the rounds and their outbox rows written
+with one statement each (the communities by key are bot/store/communities.py's).
 
 Each statement is compiled once and run with a list of rows (SQLAlchemy's "insertmanyvalues"
 turns that into multi-row INSERTs); exactly-once rests on the unique daily key, as for one
@@ -12,17 +12,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import Connection, Table, func, select
+from sqlalchemy import Table, func, select
 
-from bot.core.community import CommunityConfig
 from bot.core.records import NewDaily, NewPost
-from bot.core.values import CommunityRef
-from bot.store.communities import community_config
 from bot.store.community_numbers import take_numbers
 from bot.store.database import insert_ignoring
-from bot.store.tables import Community, Outbox, Round, Suggestion
+from bot.store.rows import Repo
+from bot.store.tables import Outbox, Round, Suggestion
 
-communities: Table = Community.__table__  # type: ignore[attr-defined]
 rounds: Table = Round.__table__  # type: ignore[attr-defined]
 outbox: Table = Outbox.__table__  # type: ignore[attr-defined]
 suggestions: Table = Suggestion.__table__  # type: ignore[attr-defined]
@@ -35,24 +32,10 @@ def _chunks(values: Sequence[object]) -> Iterable[list[object]]:
         yield list(values[start : start + CHUNK])
 
 
-class DailyBatchQueries:
-    """A batch of daily rounds' part of one transaction's queries."""
+class DailyBatchRepo(Repo):
+    """A batch of daily rounds' part of one transaction's queries (DailyBatchTx)."""
 
-    conn: Connection
-
-    def find_communities(self, refs: Iterable[CommunityRef]) -> dict[CommunityRef, CommunityConfig]:
-        """The settings of those of `refs` that exist, by key."""
-        by_platform: dict[str, set[str]] = defaultdict(set)
-        for ref in refs:
-            by_platform[ref.platform].add(ref.community_id)
-        found: dict[CommunityRef, CommunityConfig] = {}
-        for platform, ids in by_platform.items():
-            for chunk in _chunks(sorted(ids)):
-                rows = self.conn.execute(
-                    select(communities).where(communities.c.platform == platform, communities.c.external_id.in_(chunk))
-                ).all()
-                found.update((CommunityRef(platform, row.external_id), community_config(row)) for row in rows)
-        return found
+    __slots__ = ()
 
     def daily_round_ids(self, keys: Iterable[str]) -> dict[str, int]:
         """daily key -> round id, for those of `keys` already opened."""

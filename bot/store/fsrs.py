@@ -7,7 +7,9 @@ from datetime import datetime
 
 from sqlalchemy import Connection, Table, or_, select, update
 
+from bot.core.records import AnsweredReview, FsrsFit
 from bot.store.database import insert_ignoring
+from bot.store.rows import Repo
 from bot.store.tables import Answer, CommunityFsrs, Review, Round
 
 answers: Table = Answer.__table__  # type: ignore[attr-defined]
@@ -15,11 +17,7 @@ rounds: Table = Round.__table__  # type: ignore[attr-defined]
 reviews: Table = Review.__table__  # type: ignore[attr-defined]
 fitted: Table = CommunityFsrs.__table__  # type: ignore[attr-defined]
 
-# (member, question, round kind, correct, answered at, confidence or None, round opened at)
-ReviewAnswer = tuple[int, str, str, bool, datetime, str | None, datetime]
-
-
-def review_answers(conn: Connection, community_id: int) -> list[ReviewAnswer]:
+def review_answers(conn: Connection, community_id: int) -> list[AnsweredReview]:
     """Every answer of the community to a question one of its members has a review card for:
     the cards' first misses and their reviews (bot.core.fsrs_params.review_log reads them)."""
     query = (
@@ -41,15 +39,15 @@ def review_answers(conn: Connection, community_id: int) -> list[ReviewAnswer]:
         .where(answers.c.community_id == community_id)
         .order_by(answers.c.member_id, rounds.c.question_id, answers.c.answered_at)
     )
-    return [(int(r[0]), str(r[1]), str(r[2]), bool(r[3]), r[4], r[5], r[6]) for r in conn.execute(query)]
+    return [AnsweredReview(int(r[0]), str(r[1]), str(r[2]), bool(r[3]), r[4], r[5], r[6]) for r in conn.execute(query)]
 
 
-def parameters_of(conn: Connection, community_id: int) -> tuple[str | None, datetime | None, int] | None:
-    """(parameters as JSON or None, fitted at, reviews) of the community, None without a row."""
+def parameters_of(conn: Connection, community_id: int) -> FsrsFit | None:
+    """The community's stored fit, None without a row."""
     row = conn.execute(
         select(fitted.c.parameters, fitted.c.fitted_at, fitted.c.reviews).where(fitted.c.community_id == community_id)
     ).first()
-    return None if row is None else (row.parameters, row.fitted_at, int(row.reviews))
+    return None if row is None else FsrsFit(row.parameters, row.fitted_at, int(row.reviews))
 
 
 def _ensure(conn: Connection, community_id: int) -> None:
@@ -74,3 +72,21 @@ def claim_week(conn: Connection, community_id: int, week: str) -> bool:
         .values(week=week)
     )
     return done.rowcount == 1
+
+
+class FsrsRepo(Repo):
+    """A community's FSRS fit's part of one transaction's queries (FsrsTx)."""
+
+    __slots__ = ()
+
+    def fsrs_answers(self, community_id: int) -> list[AnsweredReview]:
+        return review_answers(self.conn, community_id)
+
+    def fsrs_parameters(self, community_id: int) -> FsrsFit | None:
+        return parameters_of(self.conn, community_id)
+
+    def fsrs_save(self, community_id: int, parameters: str | None, reviews: int, now: datetime) -> None:
+        save(self.conn, community_id, parameters, reviews, now)
+
+    def fsrs_claim_week(self, community_id: int, week: str) -> bool:
+        return claim_week(self.conn, community_id, week)

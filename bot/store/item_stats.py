@@ -2,7 +2,7 @@
 kept is what bot/core/item_analysis.py's `tally` computes), taken out again for /forget-me, and read for the
 flags in a few rows; and every answer, one row each, for the recount.
 
-Choices are in the bank file's order. SqlTx inherits ItemStatsQueries."""
+Choices are in the bank file's order."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from bot.core.records import AnswerRow, ChoiceCount, MemberPick, TopThird
 from bot.store import fast
+from bot.store.rows import Repo
 from bot.store.tables import (
     Answer,
     Community,
@@ -365,16 +366,13 @@ def top_thirds(
     return out
 
 
-class ItemStatsQueries:
-    """The item analysis's part of one transaction's queries."""
+class ItemStatsRepo(Repo):
+    """The item analysis's part of one transaction's queries (ItemStatsTx)."""
 
-    conn: Connection
+    __slots__ = ()
 
     def item_counts(self, community_id: int) -> list[ChoiceCount]:
         return choice_counts(self.conn, community_id)
-
-    def item_picks(self, community_id: int, question_ids: Iterable[str]) -> list[MemberPick]:
-        return member_picks(self.conn, community_id, question_ids)
 
     def item_top_thirds(self, community_id: int, question_ids: Iterable[str], outside: Iterable[str]) -> list[TopThird]:
         return top_thirds(self.conn, community_id, question_ids, outside)

@@ -1,24 +1,24 @@
 """The queries of the views the bot opened (Slack's modals, by the external_id it gave them), so that a
-view_submission for any other view is refused (bot/core/opened_views.py holds the rules).
-SqlTx inherits these."""
+view_submission for any other view is refused (bot/core/opened_views.py holds the rules)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Table, delete, select
+from sqlalchemy import Table, delete, select
 
 from bot.core.records import OpenedView
 from bot.store.database import insert_ignoring
+from bot.store.rows import Repo
 from bot.store.tables import SlackView
 
 views: Table = SlackView.__table__  # type: ignore[attr-defined]
 
 
-class SlackViewQueries:
-    """The opened views' part of one transaction's queries."""
+class ViewsRepo(Repo):
+    """The opened views' part of one transaction's queries (ViewsTx)."""
 
-    conn: Connection
+    __slots__ = ()
 
     def add_view(
         self,

@@ -1,13 +1,15 @@
 """The queries of streak repair: a member's daily history with round ids, and the rounds they
-earned back (bot/core/streak_repair.py holds the rules). SqlTx inherits these."""
+earned back (bot/core/streak_repair.py holds the rules)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Connection, Table, and_, select
+from sqlalchemy import Table, and_, select
 
+from bot.core.records import DailyOutcome
 from bot.store.database import insert_ignoring
+from bot.store.rows import Repo
 from bot.store.tables import Answer, Round, StreakRepair
 
 answers: Table = Answer.__table__  # type: ignore[attr-defined]
@@ -15,16 +17,14 @@ rounds: Table = Round.__table__  # type: ignore[attr-defined]
 repairs: Table = StreakRepair.__table__  # type: ignore[attr-defined]
 
 
-class StreakRepairQueries:
-    """Streak repair's part of one transaction's queries."""
+class StreaksRepo(Repo):
+    """Streak repair's part of one transaction's queries (StreaksTx)."""
 
-    conn: Connection
+    __slots__ = ()
 
-    def daily_history(
-        self, community_id: int, member_id: int
-    ) -> list[tuple[int, str | None, datetime | None, datetime | None, bool | None]]:
-        """Every daily round of the community, newest first: (round id, local date, closed_at,
-        closes_at, whether the member answered it right; None where they did not answer)."""
+    def daily_history(self, community_id: int, member_id: int) -> list[DailyOutcome]:
+        """Every daily round of the community, newest first, and whether the member answered it
+        right (None where they did not answer)."""
         rows = self.conn.execute(
             select(rounds.c.id, rounds.c.local_date, rounds.c.closed_at, rounds.c.closes_at, answers.c.correct)
             .select_from(
@@ -33,7 +33,7 @@ class StreakRepairQueries:
             .where(rounds.c.community_id == community_id, rounds.c.kind == "daily")
             .order_by(rounds.c.id.desc())
         ).all()
-        return [(r[0], r[1], r[2], r[3], None if r[4] is None else bool(r[4])) for r in rows]
+        return [DailyOutcome(r[0], r[1], r[2], r[3], None if r[4] is None else bool(r[4])) for r in rows]
 
     def streak_repairs(self, member_id: int) -> dict[int, datetime]:
         """The daily rounds the member earned back: round id -> when."""

@@ -234,13 +234,13 @@ class _Revoked(Exception):
 
 
 def _if_current(engine: StudyEngine, viewer: Viewer, method: Callable[..., T], *args: Any) -> T:
-    if not engine.link_current(viewer.community, viewer.holder, viewer.admin, viewer.versions):
+    if not engine.web.link_current(viewer.community, viewer.holder, viewer.admin, viewer.versions):
         raise _Revoked()
     return method(*args)
 
 
 def _if_public(engine: StudyEngine, ref: CommunityRef, method: Callable[..., T], *args: Any) -> T:
-    found = engine.web_community(ref)
+    found = engine.web.web_community(ref)
     if found is None or not found.public:  # private looks exactly like unknown
         raise NotFound("Not found.")
     return method(*args)
@@ -313,7 +313,7 @@ def nav(viewer: Viewer, current: str) -> list[tuple[str, str, bool]]:
 
 
 async def entry(request: web.Request, viewer: Viewer) -> web.StreamResponse:
-    if await call(request, viewer, request.app[ENGINE].web_community, viewer.community) is None:
+    if await call(request, viewer, request.app[ENGINE].web.web_community, viewer.community) is None:
         raise NotFound("Not found.")
     where = "admin" if viewer.admin else "me" if viewer.user_id else "board"
     raise web.HTTPFound(f"{viewer.prefix}/{where}")
@@ -323,14 +323,14 @@ async def board(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     scope = query.week_scope(request.query.get("week"))
     number = query.page_number(request.query.get("page"))
     engine = request.app[ENGINE]
-    page = await call(request, viewer, engine.leaderboard_page, viewer.community, scope, number, viewer.user_id)
+    page = await call(request, viewer, engine.web.leaderboard_page, viewer.community, scope, number, viewer.user_id)
     return render(request, "board.html", viewer=viewer, nav=nav(viewer, "board"), community=page.community, board=page)
 
 
 async def member(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     if viewer.user_id is None:
         raise NotFound("Not found.")
-    page = await call(request, viewer, request.app[ENGINE].member_page, viewer.community, viewer.user_id)
+    page = await call(request, viewer, request.app[ENGINE].web.member_page, viewer.community, viewer.user_id)
     return render(request, "member.html", viewer=viewer, nav=nav(viewer, "me"), community=page.community, page=page)
 
 
@@ -338,7 +338,7 @@ async def bank(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     topic = query.topic(request.query.get("topic"))
     number = query.page_number(request.query.get("page"))
     engine = request.app[ENGINE]
-    page = await call(request, viewer, engine.bank_page, viewer.community, topic, number)
+    page = await call(request, viewer, engine.web.bank_page, viewer.community, topic, number)
     return render(request, "bank.html", viewer=viewer, nav=nav(viewer, "bank"), community=page.community, page=page)
 
 
@@ -358,19 +358,19 @@ async def member_deck(request: web.Request, viewer: Viewer) -> web.StreamRespons
     if viewer.user_id is None:
         raise NotFound("Not found.")
     engine = request.app[ENGINE]
-    name, data = await call(request, viewer, _packaged, engine.missed_deck, viewer.community, viewer.user_id)
+    name, data = await call(request, viewer, _packaged, engine.anki.missed_deck, viewer.community, viewer.user_id)
     return _apkg(name, data)
 
 
 async def bank_deck(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     """The community's revealed bank as an Anki deck (whoever may see its bank page)."""
     engine = request.app[ENGINE]
-    name, data = await call(request, viewer, _packaged, engine.bank_deck, viewer.community)
+    name, data = await call(request, viewer, _packaged, engine.anki.bank_deck, viewer.community)
     return _apkg(name, data)
 
 
 async def demos(request: web.Request, viewer: Viewer) -> web.StreamResponse:
-    page = await call(request, viewer, request.app[ENGINE].demos_page, viewer.community)
+    page = await call(request, viewer, request.app[ENGINE].web.demos_page, viewer.community)
     return render(request, "demos.html", viewer=viewer, nav=nav(viewer, "demos"), community=page.community, page=page)
 
 
@@ -378,7 +378,7 @@ async def chart(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     job = query.job_number(request.match_info["job"])
     if job is None:
         raise NotFound("Not found.")
-    path = await call(request, viewer, request.app[ENGINE].demo_chart, viewer.community, job)
+    path = await call(request, viewer, request.app[ENGINE].web.demo_chart, viewer.community, job)
     if not path or not await asyncio.to_thread(Path(path).is_file):
         raise NotFound("Not found.")
     return web.FileResponse(path, headers={"Content-Type": "image/png"})
@@ -387,9 +387,9 @@ async def chart(request: web.Request, viewer: Viewer) -> web.StreamResponse:
 async def admin(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     if not viewer.admin:
         if not viewer.signed:  # a private or unknown community's page stays a 404
-            await call(request, viewer, request.app[ENGINE].web_community, viewer.community)
+            await call(request, viewer, request.app[ENGINE].web.web_community, viewer.community)
         return refuse(request, 403, "Admins only", "This page needs the link an admin gets from /config.")
-    page = await call(request, viewer, request.app[ENGINE].admin_page, viewer.community)
+    page = await call(request, viewer, request.app[ENGINE].web.admin_page, viewer.community)
     return render(request, "admin.html", viewer=viewer, nav=nav(viewer, "admin"), community=page.community, page=page)
 
 

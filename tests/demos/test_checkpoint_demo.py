@@ -17,6 +17,7 @@ from demos.memory import LiveTensorMeter, profiler_allocations
 from demos.models import build_model
 from demos.report import DemoReport
 from demos.strategies import SAVED_OPS, MatmulSavePolicy, loss_of, make_forward
+from tests.conftest import installed_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -225,7 +226,7 @@ def test_json_and_chart_from_a_subprocess(tmp_path: Path) -> None:
 
 
 def test_sweep_chart_is_a_png(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    installed_or_skip("matplotlib")
     from demos.chart import write_chart
 
     report = run_demo(

@@ -11,6 +11,7 @@ import pytest
 
 from demos.estimate import main, measure_training_step
 from demos.models import TransformerConfig
+from tests.conftest import installed_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = {
@@ -96,7 +97,7 @@ def test_estimate_bad_input(argv: list[str], fragment: str, capsys: pytest.Captu
 
 @pytest.fixture(scope="module")
 def mosaic() -> dict[str, float]:
-    pytest.importorskip("transformers")
+    installed_or_skip("transformers")
     from demos.estimate import estimate, steps_gib
 
     e = estimate("hf-gpt2", 4, 512, 24.0, kernels="cuda")
@@ -110,7 +111,7 @@ def test_hf_gpt2_estimate_within_five_percent_of_the_mosaic_tutorial(mosaic: dic
 
 
 def test_hf_gpt2_optimizer_state_follows_from_the_parameters() -> None:
-    pytest.importorskip("transformers")
+    installed_or_skip("transformers")
     from demos.estimate import PRESETS, measure_training_step
 
     b, _ = measure_training_step(PRESETS["hf-gpt2"], 1, 64, False, kernels="cuda")

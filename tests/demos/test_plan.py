@@ -30,6 +30,7 @@ from demos.plan import (
     trace_plan,
 )
 from demos.plan_models import PRESETS
+from tests.conftest import installed_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
 #: ilp_utils.get_peak_memory_runtime_baseline of the test's model, as test_sac_ilp_case1 asserts it
@@ -213,7 +214,7 @@ def test_gpt2_loss_frees_its_logits_without_garbage_collection() -> None:
 
 
 def test_chart_is_a_png_with_the_frontier_and_the_breakdown(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    installed_or_skip("matplotlib")
     from PIL import Image
 
     from demos.plan_chart import plan_chart

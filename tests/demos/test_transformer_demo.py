@@ -11,6 +11,7 @@ from demos.chart import png_text, write_charts
 from demos.checkpoint import DemoConfig, run_demo
 from demos.memory import RECOMPUTE
 from demos.report import DemoReport
+from tests.conftest import installed_or_skip
 
 STRATEGIES = ("none", "block", "sqrt", "selective", "selective-attn", "budget")
 BUDGETS = (1.0, 0.5, 0.2, 0.0)
@@ -89,7 +90,7 @@ def test_budget_curve_is_monotone_in_memory(report: DemoReport) -> None:
 
 
 def test_charts_are_pngs_with_a_line_per_series(report: DemoReport, tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    installed_or_skip("matplotlib")
     charts = write_charts(report, str(tmp_path / "demo.png"))
     assert set(charts) == {"timeline", "memory", "budget"}
     assert charts["timeline"] == str(tmp_path / "demo.png")

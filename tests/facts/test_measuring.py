@@ -164,9 +164,25 @@ def test_pack_hook_sees_every_save_not_every_activation() -> None:
         return t
 
     x = torch.randn(32, 64, requires_grad=True)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(x)
+    unpacked: list[torch.Tensor] = []
+
+    def unpack(t: torch.Tensor) -> torch.Tensor:
+        unpacked.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        out = model(x)
+        packs_in_forward = len(packed)
+        out.sum().backward()
+    # pack runs once per save, in forward; backward calls only the unpack hook
+    assert packs_in_forward == len(packed) == len(unpacked) > 0
+    biases = {m.bias.untyped_storage().data_ptr() for m in model if isinstance(m, nn.Linear)}
+    assert not any(t.untyped_storage().data_ptr() in biases for t in packed)  # no bias is saved
+    # numel() counts a view's own elements, not its base's storage: a column slice is a quarter
+    view = x.detach()[:, :16]
+    assert view.numel() * view.element_size() * 4 == view.untyped_storage().nbytes()
     naive = sum(t.numel() * t.element_size() for t in packed)
+    assert naive == sum(t.untyped_storage().nbytes() for t in packed)  # no view here is partial
     unique = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in packed}
     activations = sum(n for ptr, n in unique.items() if ptr not in params)
     relu_out = [t for t in packed if t.untyped_storage().data_ptr() not in params and t is not x]

@@ -23,6 +23,7 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
 )
 from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy
 from torch.utils.checkpoint import checkpoint
+from torch.overrides import TorchFunctionMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from tests.facts.support import Block, OpCounter, SavedBytes, SavedMeter, make_stack, param_ptrs, run_chain
@@ -293,6 +294,56 @@ def test_reading_saved_self_runs_the_unpack_hook_back_to_the_saved_device() -> N
     host = x.detach().clone()
     back = save_on_cpu(pin_memory=True).unpack_hook((torch.device("meta"), host))
     assert back.device == torch.device("meta") and back is not host
+
+
+class _TensorCalls(TorchFunctionMode):
+    """Records the name and keyword arguments of every torch call made under it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, dict[str, object]]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        kwargs = kwargs or {}
+        self.calls.append((getattr(func, "__name__", str(func)), dict(kwargs)))
+        return func(*args, **kwargs)
+
+
+def test_save_on_cpu_issues_both_copies_on_the_current_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why a read of grad_fn._saved_self is ordered after the offload on a GPU: neither the pack
+    copy nor the unpack copy switches streams, records a stream or waits on an event, so both
+    are queued on the current stream, one behind the other. If save_on_cpu ever moved either
+    copy to a side stream (unordered without an event), this test fails on the CPU."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("save_on_cpu touched a stream or event API")
+
+    for name in ("stream", "set_stream", "Stream", "Event", "current_stream", "synchronize"):
+        monkeypatch.setattr(torch.cuda, name, refuse)
+    monkeypatch.setattr(torch.Tensor, "record_stream", refuse)
+    offload = save_on_cpu(pin_memory=True)
+    packing = _TensorCalls()
+
+    def pack(t: torch.Tensor) -> tuple[torch.device, torch.Tensor]:
+        with packing:  # autograd runs pack hooks outside any mode entered around forward
+            return offload.pack_hook(t)
+
+    x = torch.randn(64, requires_grad=True)
+    with saved_tensors_hooks(pack, offload.unpack_hook):
+        y = x.sin()  # sin saves its input: one pack
+    # one copy into a fresh host buffer, on whatever stream is current (non_blocking only
+    # when the buffer could be pinned, i.e. with CUDA present)
+    assert [name for name, _ in packing.calls if name in ("empty", "copy_")] == ["empty", "copy_"]
+    assert packing.calls[-2][1] == {"non_blocking": torch.cuda.is_available()} or any(
+        name == "copy_" and kw == {"non_blocking": False} for name, kw in packing.calls
+    )
+    with _TensorCalls() as reading:
+        seen = y.grad_fn._saved_self  # type: ignore[union-attr]
+    # the read is one Tensor.to back to the recorded device, non_blocking as pin_memory asks,
+    # and nothing else: no stream context, no event, no record_stream (the patches would raise)
+    assert [name for name, _ in reading.calls] == ["to"]
+    assert reading.calls[0][1] == {"non_blocking": True}
+    assert torch.equal(seen, x)
 
 
 @pytest.mark.gpu

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from bot import anki
 from bot.bridge import report_incident
-from bot.core import confidence, wording
+from bot.core import confidence_rules, wording
 from bot.core.anki_export import file_name
 from bot.core.demo_request import parse_demo
 from bot.core.scope import OnlyIds
@@ -48,6 +48,23 @@ from bot.core.values import (
 from bot.platforms import commands
 from bot.platforms.console.form import SuggestForm
 from bot.platforms.console.render import Message, anki_saved, author_notice, render
+from bot.platforms.console.text import (
+    CONSOLE_ASK_SURE,
+    CONSOLE_BYE,
+    CONSOLE_DEMOS_OFF,
+    CONSOLE_GREETING,
+    CONSOLE_HELP,
+    CONSOLE_SAY_WHO,
+    CONSOLE_SURE_WHEN,
+    SUGGEST_CANCELLED,
+    SUGGEST_FIX,
+    SUGGEST_STARTED,
+    console_line_too_long,
+    console_now_you,
+    console_one_channel,
+    console_operator_only,
+    unknown_command,
+)
 from bot.platforms.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -84,7 +101,7 @@ class Screen:
 
     def greet(self) -> None:
         if self.rich is not None:
-            self.rich.print(wording.CONSOLE_GREETING)
+            self.rich.print(CONSOLE_GREETING)
 
     def show(self, message: Message) -> None:
         if self.jsonl:
@@ -228,10 +245,10 @@ class ConsoleApp:
         if not self.runtime.scheduling:
             return
         ref = CommunityRef(PLATFORM, self.community)
-        known = await self.runtime.call(self.engine.communities)
+        known = await self.runtime.call(self.engine.admin.communities)
         config = None if isinstance(known, Problem) else next((c for r, c in known if r == ref), None)
         if config is None or config.channel_id is None:
-            await self.runtime.call(self.engine.configure, ref, "channel", CHANNEL)
+            await self.runtime.call(self.engine.admin.configure, ref, "channel", CHANNEL)
 
     async def handle(self, line: str) -> None:
         """One line in: the messages it answers with, then the channel posts it caused."""
@@ -268,7 +285,7 @@ class ConsoleApp:
         """Demo jobs of this console's community still queued or running (an engine read)."""
         return sum(
             1
-            for job in self.engine.demo_jobs(50)
+            for job in self.engine.demos.demo_jobs(50)
             if job.platform == PLATFORM and job.community == self.community and job.state in ("queued", "running")
         )
 
@@ -277,7 +294,7 @@ class ConsoleApp:
     async def _answer(self, line: str) -> list[Message]:
         if len(line) > MAX_TEXT:
             return [
-                Message("user", "error", wording.console_line_too_long(len(line), MAX_TEXT), {"message": "too long"})
+                Message("user", "error", console_line_too_long(len(line), MAX_TEXT), {"message": "too long"})
             ]
         text = line.strip()
         if not text:
@@ -287,16 +304,15 @@ class ConsoleApp:
         # "How sure" stays asked until it is answered, another answer asks it, a new question is
         # shown or the user changes (CONSOLE_ASK_SURE says so); a second "sure" is told the first stands.
         last_answer = self.sure_for
-        if text.lower() in confidence.WORDS:
+        if text.lower() in confidence_rules.WORDS:
             if last_answer is None:
-                return [Message("user", "notice", wording.CONSOLE_SURE_WHEN, {})]
-            return render(
-                await self.runtime.call(self.engine.confide, self.user, last_answer, confidence.WORDS[text.lower()])
-            )
+                return [Message("user", "notice", CONSOLE_SURE_WHEN, {})]
+            sure = confidence_rules.WORDS[text.lower()]
+            return render(await self.runtime.call(self.engine.confidence.confide, self.user, last_answer, sure))
         if text.split(maxsplit=1)[0].lower() == "guess":  # a guess on the channel's queued checkpoint demo
-            return render(await self.runtime.call(self.engine.guess_text, self.user, self.channel, text))
+            return render(await self.runtime.call(self.engine.guesses.guess_text, self.user, self.channel, text))
         if not text.startswith("/"):
-            card = await self.runtime.call(self.engine.answer_line, self.user, self.channel, text)
+            card = await self.runtime.call(self.engine.answers.line, self.user, self.channel, text)
             if card is None:
                 return [Message("user", "notice", wording.NOT_AN_ANSWER, {})]
             messages = render(card)
@@ -304,43 +320,43 @@ class ConsoleApp:
                 self.sure_for = None
             if isinstance(card, AnswerFeedback) and card.noted is None:
                 self.sure_for = card.round_id
-                messages.append(Message("user", "ask_sure", wording.CONSOLE_ASK_SURE, {"round_id": card.round_id}))
+                messages.append(Message("user", "ask_sure", CONSOLE_ASK_SURE, {"round_id": card.round_id}))
             return messages
         name, rest = commands.split(text)
         asked_channel = own_channel_refused(name, rest)
         if asked_channel is not None:
-            return render(Problem(wording.console_one_channel(asked_channel, CHANNEL)))
+            return render(Problem(console_one_channel(asked_channel, CHANNEL)))
         match name:
             case "as":
                 if not rest:
-                    return render(Problem(wording.CONSOLE_SAY_WHO))
+                    return render(Problem(CONSOLE_SAY_WHO))
                 self.user = self._user(rest)
                 self.sure_for = None  # the question was put to the user before
                 name = self.user.display_name
-                return [Message("user", "notice", wording.console_now_you(name), {"user": name})]
+                return [Message("user", "notice", console_now_you(name), {"user": name})]
             case "help":
-                return [Message("user", "help", wording.CONSOLE_HELP, {})]
+                return [Message("user", "help", CONSOLE_HELP, {})]
             case "quit" | "exit":
                 self.done = True
-                return [Message("user", "notice", wording.CONSOLE_BYE, {})]
+                return [Message("user", "notice", CONSOLE_BYE, {})]
             case "suggest":
                 self.form = SuggestForm()
                 return [
-                    Message("user", "notice", wording.SUGGEST_STARTED, {}),
+                    Message("user", "notice", SUGGEST_STARTED, {}),
                     Message("user", "prompt", self.form.ask(), {"field": self.form.field}),
                 ]
             case "demo" if self.runtime.demo_runner is None:
                 refused = await self.runtime.call(parse_demo, rest)  # bad input still gets its own sentence
-                return render(refused if isinstance(refused, Problem) else Problem(wording.CONSOLE_DEMOS_OFF))
+                return render(refused if isinstance(refused, Problem) else Problem(CONSOLE_DEMOS_OFF))
         # the console's operator (who started it) configures; a member played with /as does not
         admin = self.user.user_id == self.operator.user_id
         if name == "config" and not admin and rest.partition(" ")[0].lower() not in ("", "show"):
-            refusal = wording.console_operator_only(self.operator.display_name)
-            return render(await self.runtime.call(self.engine.config_refused, self.user, refusal))
+            refusal = console_operator_only(self.operator.display_name)
+            return render(await self.runtime.call(self.engine.admin.config_refused, self.user, refusal))
         asked = commands.ask(name, commands.Where(self.user, self.channel, admin=admin), rest)
         if asked is None:
-            return render(Problem(wording.unknown_command("/" + name)))
-        result: Card = await self.runtime.call(getattr(self.engine, asked.method), *asked.args)
+            return render(Problem(unknown_command("/" + name)))
+        result: Card = await self.runtime.call(asked.bound(self.engine), *asked.args)
         if isinstance(result, QuestionCard):  # a new question: "how sure" of the last answer is dropped
             self.sure_for = None
         if isinstance(result, AnkiDeck):  # /review export: the package written to a file, its path shown
@@ -361,10 +377,10 @@ class ConsoleApp:
         assert form is not None
         if text.lower() == "/cancel":
             self.form = None
-            return [Message("user", "notice", wording.SUGGEST_CANCELLED, {})]
+            return [Message("user", "notice", SUGGEST_CANCELLED, {})]
         field = form.take(text)
         if field is not None:  # checked as typed: a bad field is asked again, the rest kept
-            problems = await self.runtime.call(self.engine.suggestion_field, self.user, form.value(), field)
+            problems = await self.runtime.call(self.engine.practice.suggestion_field, self.user, form.value(), field)
             if isinstance(problems, Problem):
                 return [*render(problems), Message("user", "prompt", form.ask(), {"field": form.field})]
             if problems:
@@ -375,13 +391,13 @@ class ConsoleApp:
                 ]
         if not form.advance(field):
             return [Message("user", "prompt", form.ask(), {"field": form.field})]
-        result = await self.runtime.call(self.engine.suggest, self.user, self.channel, form.value())
+        result = await self.runtime.call(self.engine.practice.suggest, self.user, self.channel, form.value())
         if not isinstance(result, SuggestionRefused):
             self.form = None
             return render(result)
         fields = form.refused(result.problems)  # the draft is kept: only the refused fields again
         return [
             *render(result),
-            Message("user", "notice", wording.SUGGEST_FIX.format(fields=", ".join(fields)), {}),
+            Message("user", "notice", SUGGEST_FIX.format(fields=", ".join(fields)), {}),
             Message("user", "prompt", form.ask(), {"field": form.field}),
         ]

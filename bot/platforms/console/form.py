@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.core import wording
 from bot.core.bank import TOPICS
 from bot.core.values import FieldProblem, SuggestionForm, letter
+from bot.platforms.console.text import SUGGEST_DONE_HINT, SUGGEST_STEPS
 
 MAX_CHOICES = 5
 SKIPPABLE = ("trap", "explain", "hint")  # "-" leaves them empty
@@ -28,12 +28,12 @@ class SuggestForm:
         self.fixing: list[str] = []  # after a refusal: the fields still to ask again
 
     def ask(self) -> str:
-        steps = wording.SUGGEST_STEPS
+        steps = SUGGEST_STEPS
         if self.field == "topic":
             return steps["topic"].format(topics=", ".join(TOPICS))
         if self.field.startswith("choice_"):
             i = int(self.field[7:])
-            done = wording.SUGGEST_DONE_HINT if i >= 2 and not self.fixing else ""
+            done = SUGGEST_DONE_HINT if i >= 2 and not self.fixing else ""
             return steps["choice"].format(letter=letter(i), done=done)
         if self.field.startswith("why_"):
             return steps["why"].format(letter=letter(int(self.field[4:])))

@@ -40,6 +40,7 @@ from bot.core.values import (
     SuggestionReceived,
     SuggestionRefused,
 )
+from bot.platforms.console.text import DAILY_TEXT_HINT, guess_invite_console
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def render(card: Card) -> list[Message]:
                     wording.question_title(card),
                     card.prompt,
                     _indent(wording.choice_lines(card.choices)),
-                    wording.DAILY_TEXT_HINT if card.kind == "daily" else wording.ANSWER_HINT,
+                    DAILY_TEXT_HINT if card.kind == "daily" else wording.ANSWER_HINT,
                     *filter(None, [wording.replaced_line(card)]),
                 ]
             )
@@ -249,7 +250,7 @@ def render(card: Card) -> list[Message]:
             }
             queued = wording.demo_queued(card)
             if card.guesses:
-                queued += "\n" + wording.guess_invite_console()
+                queued += "\n" + guess_invite_console()
             return [Message("channel", "demo_queued", queued, data)]
         case DemoProgressCard():
             width = 20

@@ -17,7 +17,7 @@ import discord
 from bot import anki
 from bot.core import choices as codec
 from bot.core import wording
-from bot.core.confidence import encode_confidence
+from bot.core.confidence_rules import encode_confidence
 from bot.core.demo_request import encode_demo_button
 from bot.core.guesses import encode_guess
 from bot.core.practice import QUEUE_PREFIX
@@ -53,6 +53,7 @@ from bot.core.values import (
     SuggestionReceived,
     SuggestionRefused,
 )
+from bot.platforms.discord.text import closes_line
 from bot.platforms.discord.views import AnswerButton
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ def question(card: QuestionCard) -> Reply:
     parts = [card.prompt, "\n".join(wording.choice_lines(card.choices))]
     when = timestamp(card.closes_at) if card.kind == "daily" else None
     if when:
-        parts.append(wording.closes_line(when))
+        parts.append(closes_line(when))
     parts.append(wording.BUTTON_HINT)
     parts += filter(None, [wording.replaced_line(card)])
     body = embed(wording.question_title(card), "\n\n".join(parts))
@@ -242,7 +243,7 @@ def form(
 ) -> discord.ui.Modal:
     """A modal of text inputs (Discord shows at most 5): `fields` are (custom_id, label),
     `values` what each input opens with (a refused form, again). Its submit is handled from
-    the raw interaction (`DiscordApp.modal_submit`, after a restart too), so it is stopped
+    the raw interaction (`Suggestions.submitted`, after a restart too), so it is stopped
     before it is sent and discord.py's view store does not keep it."""
     modal = discord.ui.Modal(title=clip(title, MAX_MODAL_TITLE), custom_id=custom_id)
     for key, label in fields:

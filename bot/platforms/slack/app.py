@@ -35,13 +35,14 @@ from bot.core.values import (
     SuggestionDecided,
 )
 from bot.platforms.runtime import Runtime
-from bot.platforms.slack import render
+from bot.platforms.slack import forms, render
+from bot.platforms.slack.blocks import SlackMessage
 from bot.platforms.slack.errors import send_failed
 from bot.platforms.slack.gate import gate, same_site
 from bot.platforms.slack.identity import PLATFORM, Identity
-from bot.platforms.slack.listeners import SLACK_REPLY_HOST, Listeners, reply_host
+from bot.platforms.slack.listeners import Listeners
 from bot.platforms.slack.logs import keep_secrets_out, keep_secrets_out_of_http_logs
-from bot.platforms.slack.render import SlackMessage
+from bot.platforms.slack.suggestions import SLACK_REPLY_HOST, reply_host
 from bot.web.app import hide_server_version, security_headers
 from bot.web.links import keep_tokens_out_of_logs
 
@@ -77,10 +78,10 @@ class SlackBot:
         signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
         if self.oauth:
             from bot.platforms.slack.oauth import oauth_settings
-            from bot.store.database import Database
 
-            self._db = Database(settings.database_url)
-            oauth, self.installations = oauth_settings(settings, self._db.writer)
+            if runtime.database is None:
+                raise ValueError("Slack's OAuth installs need the bot's database (bot/wiring.py build_runtime).")
+            oauth, self.installations = oauth_settings(settings, runtime.database.writer)
             self.client = AsyncWebClient(base_url=self.api_url)
             self.app = AsyncApp(
                 signing_secret=signing_secret,
@@ -145,7 +146,7 @@ class SlackBot:
                 message = render.render(card)
                 return await self._edit_or_post(client, channel_id, card.message_ref, message)
             case SuggestionDecided():  # to its author's messages with the app: channel_id is their user id
-                return await self._post(client, channel_id, render.author_notice(card))
+                return await self._post(client, channel_id, forms.author_notice(card))
         log.error("no Slack post for %s", type(card).__name__)
         return None
 
@@ -263,8 +264,6 @@ class SlackBot:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self.oauth:
-            self._db.dispose()
 
 
 def build_app(settings: Settings, runtime: Runtime) -> AsyncApp:

@@ -1,4 +1,5 @@
-"""A seeded simulation of a community's review log, for the fit's tests and bench/learning.py.
+"""A seeded simulation of a community's review log, and the log loss that scores a fit on it,
+for the fit's tests (tests/test_fsrs_fit.py).
 
 Members miss questions on random days; each miss starts a card that the bot schedules with
 the default parameters, as it does before a fit, and the member reviews it on its due day or
@@ -7,13 +8,15 @@ the defaults), and so does how their memory changes with each grade."""
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from fsrs import Card, Rating, Scheduler
 
-from bot.core.fsrs_params import DEFAULTS, LoggedReview, Parameters
+from bot.core.fsrs_params import DEFAULTS, LoggedReview, Parameters, by_card
 
 START = datetime(2026, 1, 5, 18, 0, tzinfo=timezone.utc)
 
@@ -104,3 +107,23 @@ def simulate(
     cards = list(range(1, card_id + 1))
     rng.shuffle(cards)
     return Simulated(tuple(reviews), frozenset(cards[: int(len(cards) * held_out)]))
+
+
+_EPSILON = 1e-7  # keeps a predicted recall of 0 or 1 from an infinite loss
+
+
+def log_loss(log: Iterable[LoggedReview], parameters: Sequence[float] | None = None) -> tuple[float, int]:
+    """The mean log loss of the recall FSRS predicts with `parameters` (None: the defaults)
+    on every counted review of the log (recalled: any rating but Again), and how many."""
+    scheduler = Scheduler(parameters=tuple(parameters) if parameters is not None else DEFAULTS, enable_fuzzing=False)
+    total = 0.0
+    count = 0
+    for card_id, reviews in by_card(log).items():
+        card = Card(card_id=card_id, due=reviews[0].at)
+        for review in reviews:
+            if card.last_review is not None and (review.at - card.last_review).days > 0:
+                p = min(max(float(scheduler.get_card_retrievability(card, review.at)), _EPSILON), 1 - _EPSILON)
+                total -= math.log(p) if review.rating != Rating.Again else math.log(1 - p)
+                count += 1
+            card, _ = scheduler.review_card(card, Rating(review.rating), review.at)
+    return (total / count if count else math.nan), count

@@ -1,0 +1,113 @@
+"""The question bank: questions/*.yaml loaded and validated into Question values, and the lint
+rules `questions lint` and CI hold it to.
+
+values.py holds the values (Question, Choice, Bank, TOPICS); schema.py the pydantic models of a
+file, a question and a choice; nodes.py the YAML nodes behind them (lines); loading.py reads
+files and directories; giveaways.py, similarity.py and reviewed.py are the lint's rules and the
+reviewers' records. Callers import from here.
+"""
+
+from bot.core.bank.giveaways import (
+    MAX_CORRECT_LENGTH_RATIO,
+    MAX_LENGTH_RANK_SHARE,
+    MAX_LONGEST_CORRECT_SHARE,
+    MIN_LENGTH_RANK_BANK,
+    correct_is_longest,
+    distinctive_terms,
+    hint_giveaway,
+    key_length_ranks,
+    length_rank_distribution,
+    length_rank_problems,
+    length_rank_summary,
+    longest_correct_share,
+    style_problems,
+)
+from bot.core.bank.loading import bank_problems, collect, load_bank, parse_file
+from bot.core.bank.reviewed import MIN_DISTINCT, REVIEWED_ECHOES, REVIEWED_PAIRS, reviewed_echoes, reviewed_pairs
+from bot.core.bank.schema import (
+    CHECK_RE,
+    CHOICE_KEYS,
+    ID_RE,
+    MAX_CHOICE,
+    MAX_CHOICES,
+    MAX_HINT,
+    MAX_PROMPT,
+    MIN_CHOICES,
+    MIN_HINT,
+    MIN_WHY,
+    QUESTION_KEYS,
+    REQUIRED_KEYS,
+    TOP_KEYS,
+    BankFile,
+    ChoiceEntry,
+    QuestionEntry,
+    Rule,
+    check_problem,
+    demo_problem,
+)
+from bot.core.bank.similarity import (
+    MAX_ECHO_WORD_SHARE,
+    NEAR_DUPLICATE_THRESHOLD,
+    common_echo_words,
+    echo_findings,
+    echo_problems,
+    near_duplicates,
+    similarity_text,
+)
+from bot.core.bank.values import TOPICS, Bank, Choice, Question, normalise
+
+__all__ = [
+    "CHECK_RE",
+    "CHOICE_KEYS",
+    "ID_RE",
+    "MAX_CHOICE",
+    "MAX_CHOICES",
+    "MAX_CORRECT_LENGTH_RATIO",
+    "MAX_ECHO_WORD_SHARE",
+    "MAX_HINT",
+    "MAX_LENGTH_RANK_SHARE",
+    "MAX_LONGEST_CORRECT_SHARE",
+    "MAX_PROMPT",
+    "MIN_CHOICES",
+    "MIN_DISTINCT",
+    "MIN_HINT",
+    "MIN_LENGTH_RANK_BANK",
+    "MIN_WHY",
+    "NEAR_DUPLICATE_THRESHOLD",
+    "QUESTION_KEYS",
+    "REQUIRED_KEYS",
+    "REVIEWED_ECHOES",
+    "REVIEWED_PAIRS",
+    "TOPICS",
+    "TOP_KEYS",
+    "Bank",
+    "BankFile",
+    "Choice",
+    "ChoiceEntry",
+    "Question",
+    "QuestionEntry",
+    "Rule",
+    "bank_problems",
+    "check_problem",
+    "collect",
+    "common_echo_words",
+    "correct_is_longest",
+    "demo_problem",
+    "distinctive_terms",
+    "echo_findings",
+    "echo_problems",
+    "hint_giveaway",
+    "key_length_ranks",
+    "length_rank_distribution",
+    "length_rank_problems",
+    "length_rank_summary",
+    "load_bank",
+    "longest_correct_share",
+    "near_duplicates",
+    "normalise",
+    "parse_file",
+    "reviewed_echoes",
+    "reviewed_pairs",
+    "similarity_text",
+    "style_problems",
+]
