@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.bridge import Bridge  # noqa: E402
+from bot.background.bridge import Bridge  # noqa: E402
 from bot.core.bank import load_bank  # noqa: E402
 from bot.core.engine import StudyEngine  # noqa: E402
 from bot.core.values import AlreadyAnswered, AnswerFeedback, ChannelRef, CommunityRef, QuestionCard, UserRef  # noqa: E402

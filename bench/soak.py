@@ -801,7 +801,7 @@ async def demo_phase(args: argparse.Namespace, work: Path, tally: Tally) -> None
     from bot.core.bank import load_bank
     from bot.core.engine import StudyEngine
     from bot.core.values import ChannelRef, UserRef
-    from bot.jobs import CeleryBackend, DemoJobRunner
+    from bot.background.demo_runner import CeleryBackend, DemoJobRunner
     from bot.store.database import Database
     from bot.store.repository import SqlStore
     from bot.wiring import build_runtime

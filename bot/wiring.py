@@ -20,9 +20,9 @@ from bot.store.repository import SqlStore
 from bot.web.links import make_links
 
 if TYPE_CHECKING:
-    from bot.delivery import Deliverer
+    from bot.background.delivery import Deliverer
     from bot.platforms.runtime import Runtime
-    from bot.schedule import StudyScheduler
+    from bot.background.schedule import StudyScheduler
 
 
 def open_database(settings: Settings) -> Database:
@@ -56,8 +56,8 @@ def build_scheduler(
 ) -> StudyScheduler:
     """The scheduler over these platforms (None: all) or one community; `fits`: with each
     community's weekly FSRS fit (a running bot's; a one-shot CLI command has none)."""
-    from bot.fsrs_runs import WeeklyFits
-    from bot.schedule import StudyScheduler
+    from bot.background.fsrs_runs import WeeklyFits
+    from bot.background.schedule import StudyScheduler
 
     return StudyScheduler(
         engine, platforms=platforms, community=community, weekly_fit=WeeklyFits(engine) if fits else None
@@ -66,7 +66,7 @@ def build_scheduler(
 
 def build_deliverer(engine: StudyEngine, platform: str, community: str | None = None) -> Deliverer:
     """A deliverer for one platform's posts (the CLI's `schedule run` prints the console's)."""
-    from bot.delivery import Deliverer
+    from bot.background.delivery import Deliverer
 
     return Deliverer(engine, platform, community)
 
@@ -83,8 +83,8 @@ def build_runtime(
     fits), and, with settings, the demo-job runner on the configured worker and the database
     the Slack installation store writes to. Tests build theirs without settings (no demo
     runner)."""
-    from bot.bridge import Bridge
-    from bot.jobs import DemoJobRunner, make_backend
+    from bot.background.bridge import Bridge
+    from bot.background.demo_runner import DemoJobRunner, make_backend
     from bot.platforms.runtime import Runtime
 
     threads = bridge_threads or (settings.bridge_threads if settings is not None else 8)

@@ -207,7 +207,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     config.option.loadscopereorder = False  # keep the collection's order: the slow files first
 
-    class ByFile(LoadScopeScheduling):  # type: ignore[misc]
+    class ByFile(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             return nodeid if path in SPLIT_FILES else path

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from bot.bridge import Bridge
+from bot.background.bridge import Bridge
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput

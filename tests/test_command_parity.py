@@ -24,7 +24,7 @@ from bot.core.demo_request import parse_demo
 from bot.core.engine import StudyEngine
 from bot.core.errors import StudyBotError
 from bot.core.values import ChannelRef, CommunityRef, UserRef
-from bot.jobs import DemoJobRunner, LocalBackend
+from bot.background.demo_runner import DemoJobRunner, LocalBackend
 from bot.platforms import commands
 from bot.platforms.slack.slash import SLACK_NAMES
 from bot.store.database import Database

@@ -366,7 +366,7 @@ def test_run_without_tokens_names_the_variables_and_starts_the_console(tmp_path:
 
 def test_bot_process_never_imports_torch() -> None:
     code = (
-        "import sys, bot.cli, bot.platforms.console, bot.core.engine, bot.jobs; "
+        "import sys, bot.cli, bot.platforms.console, bot.core.engine, bot.background.demo_runner; "
         "bad = [m for m in ('torch', 'discord', 'slack_bolt', 'apscheduler') if m in sys.modules]; "
         "print(bad)"
     )

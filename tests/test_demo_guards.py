@@ -22,8 +22,8 @@ import pytest
 from bot.core.engine import DemoPolicy, StudyEngine
 from bot.core.errors import InvalidInput
 from bot.core.values import ChannelRef, DemoFailedCard, DemoProgressCard, DemoResultCard, UserRef
-from bot.demo_process import DemoFailure, address_space_limit, run_demo_process, time_budget
-from bot.jobs import CeleryBackend, DemoJobRunner, LocalBackend
+from bot.worker.demo_process import DemoFailure, address_space_limit, run_demo_process, time_budget
+from bot.background.demo_runner import CeleryBackend, DemoJobRunner, LocalBackend
 from tests.conftest import IN_CI
 from tests.services import RedisServer, redis_or_skip
 from tests.test_jobs import SMALL, posted, run_one
@@ -288,7 +288,7 @@ def test_progress_cards_reach_the_platform_in_order(engine: StudyEngine, tmp_pat
 
 
 def test_doctor_says_which_memory_limit_holds_a_demo() -> None:
-    from bot.doctor import check_demo_memory
+    from bot.doctor.report import check_demo_memory
 
     check = check_demo_memory()
     assert check.name == "demo memory" and check.status == "ok" and check.message.startswith("rlimit: each CPU demo")

@@ -18,7 +18,7 @@ from bot.core.demo_result import result_card
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput
 from bot.core.values import ChannelRef, DemoChart, DemoQueued, DemoResultCard, UserRef
-from bot.demo_process import DemoOutcome, save_charts
+from bot.worker.demo_process import DemoOutcome, save_charts
 from bot.platforms.discord import render as discord_render
 from bot.store.database import Database
 from bot.store.repository import SqlStore
@@ -388,7 +388,7 @@ def test_every_chart_is_kept_the_timeline_first(tmp_path: Path) -> None:
 
 
 def test_the_runner_saves_every_chart_beside_the_first(tmp_path: Path) -> None:
-    from bot import demo_process
+    from bot.worker.celery_app import demo_process
     from bot.core import demo_result
 
     assert demo_process.CHART_ORDER == demo_result.CHART_ORDER

@@ -36,7 +36,7 @@ from bot.core.values import (
     SuggestionReceived,
     UserRef,
 )
-from bot.jobs import DemoJobRunner, LocalBackend
+from bot.background.demo_runner import DemoJobRunner, LocalBackend
 from bot.platforms.discord import build_bot, render
 from bot.platforms.discord import replies as replies_module
 from bot.platforms.discord.app import ShardedStudyBot, StudyBot, guild_shard, send_failure

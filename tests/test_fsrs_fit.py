@@ -24,9 +24,9 @@ from bot.core.fsrs_params import (
     review_log,
 )
 from bot.core.values import AnswerFeedback, ChannelRef, CommunityRef, NothingDue, QuestionCard, UserRef
-from bot.fsrs_fit import run_fit_process
-from bot.fsrs_runs import WeeklyFits, fit_community
-from bot.schedule import StudyScheduler
+from bot.worker.fsrs_fit import run_fit_process
+from bot.background.fsrs_runs import WeeklyFits, fit_community
+from bot.background.schedule import StudyScheduler
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import TEST_BANK, FakeClock, migrated_sqlite, run_studybot
@@ -175,7 +175,7 @@ def test_the_weekly_job_fits_each_community_once_a_week(engine: StudyEngine, clo
 
 
 def test_the_celery_task_runs_the_fit_in_a_child_process() -> None:
-    from bot.worker import make_app
+    from bot.worker.celery_app import make_app
 
     app = make_app("redis://127.0.0.1:1/0")
     app.conf.task_always_eager = True

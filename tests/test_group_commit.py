@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from bot.bridge import Bridge
+from bot.background.bridge import Bridge
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.values import AlreadyAnswered, AnswerFeedback, ChannelRef, Problem, QuestionCard, RevealCard, UserRef

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, QuestionCard, UserRef
-from bot.delivery import Deliverer
+from bot.background.delivery import Deliverer
 from bot.platforms.console import render
 from tests.conftest import FakeClock
 

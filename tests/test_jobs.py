@@ -27,9 +27,9 @@ from bot.core.values import (
     Posted,
     UserRef,
 )
-from bot.delivery import Deliverer
-from bot.demo_process import DemoFailure, run_demo_process
-from bot.jobs import CeleryBackend, DemoJobRunner, LocalBackend
+from bot.background.delivery import Deliverer
+from bot.worker.demo_process import DemoFailure, run_demo_process
+from bot.background.demo_runner import CeleryBackend, DemoJobRunner, LocalBackend
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import IN_CI, TEST_BANK, FakeClock

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, CommunityRef, Notice, SuggestionDecided, SuggestionReceived, UserRef
-from bot.delivery import Deliverer
+from bot.background.delivery import Deliverer
 from tests.conftest import FakeClock
 from tests.test_suggestions import good_form
 

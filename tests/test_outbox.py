@@ -8,12 +8,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from bot.bridge import Bridge
+from bot.background.bridge import Bridge
 from bot.core.bank import Bank
 from bot.core.engine import DeliveryPolicy, StudyEngine
 from bot.core.errors import SendFailed
 from bot.core.values import ChannelRef, CommunityRef, Posted, QuestionCard, RevealCard
-from bot.delivery import Deliverer
+from bot.background.delivery import Deliverer
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import FakeClock

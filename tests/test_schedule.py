@@ -25,8 +25,8 @@ from bot.core.values import (
     RevealCard,
     UserRef,
 )
-from bot.delivery import Deliverer
-from bot.schedule import WAKE_JOB, StudyScheduler, job_name
+from bot.background.delivery import Deliverer
+from bot.background.schedule import WAKE_JOB, StudyScheduler, job_name
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import FakeClock
@@ -747,7 +747,7 @@ def one_round_each(wall: Wall, refs: list[CommunityRef]) -> dict[str, QuestionCa
 def test_many_communities_due_at_once_get_one_round_each_in_batches(
     engine: StudyEngine, wall: Wall, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("bot.schedule.claims.DAILY_BATCH", 4)  # 11 communities: batches of 4, 4 and 3
+    monkeypatch.setattr("bot.background.schedule.claims.DAILY_BATCH", 4)  # 11 communities: batches of 4, 4 and 3
     clock.set(utc(2026, 11, 24, 8, 0))
     refs = many_communities(engine, 11)
     by_hand = engine.rounds.open_daily(ChannelRef("console", "club03", "study"))  # opened before the time

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from bot.bridge import Bridge, guarded
+from bot.background.bridge import Bridge, guarded
 from bot.config import Settings
 from bot.core import choices as codec
 from bot.core import wording

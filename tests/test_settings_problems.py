@@ -221,7 +221,7 @@ def test_a_refused_postgresql_server_is_one_sentence_and_exit_2(tmp_path: Path) 
 
 def test_doctor_reports_a_check_that_breaks_instead_of_crashing(clean_folder: Path) -> None:
     from bot.config import Settings
-    from bot.doctor import run_checks
+    from bot.doctor.report import run_checks
 
     # a Settings built around validation (as a test or a caller could): the database check meets
     # a URL whose driver is not installed

@@ -32,7 +32,7 @@ from sqlalchemy import create_engine, insert, text
 from typer.testing import CliRunner
 
 import bot
-from bot import doctor
+from bot.doctor import report as doctor
 from bot.cli import app
 from bot.config import Settings
 from bot.store.tables import Community

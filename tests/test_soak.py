@@ -21,7 +21,7 @@ import pytest
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, CommunityRef, Posted, QuestionCard
-from bot.delivery import Deliverer
+from bot.background.delivery import Deliverer
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import IN_CI, ROOT, FakeClock, migrated_sqlite
@@ -105,7 +105,7 @@ def test_a_post_taken_while_the_database_is_locked_is_recorded_not_sent_again(
                 retried.set()
 
     handler = Retried()
-    logging.getLogger("bot.delivery").addHandler(handler)
+    logging.getLogger("bot.background.delivery").addHandler(handler)
     sent: list[Posted] = []
 
     def hold_the_lock() -> None:
@@ -130,7 +130,7 @@ def test_a_post_taken_while_the_database_is_locked_is_recorded_not_sent_again(
         clock.advance(seconds=engine.delivery.lease_s + 60)  # past the lease: nothing is due again
         assert deliverer.deliver_due(send) == 0
     finally:
-        logging.getLogger("bot.delivery").removeHandler(handler)
+        logging.getLogger("bot.background.delivery").removeHandler(handler)
         database.dispose()
     assert [type(card).__name__ for card in sent] == ["QuestionCard"]
     assert engine.outbox.undelivered() == []

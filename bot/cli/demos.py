@@ -100,7 +100,7 @@ def demo_with_progress(settings: Settings, module: str, args: tuple[str, ...]) -
 
     from bot.core import wording
     from bot.core.demo_result import result_card
-    from bot.demo_process import DemoFailure, run_demo_process, save_charts
+    from bot.worker.demo_process import DemoFailure, run_demo_process, save_charts
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -151,7 +151,7 @@ def worker(
     concurrency: Annotated[int, typer.Option(parser=ascii_whole(1), help="Demos this worker runs at once.")] = 1,
 ) -> None:
     """Run a Celery worker that takes demo jobs from Redis (on a GPU host: pip install '.[demo]')."""
-    from bot.worker import make_app
+    from bot.worker.celery_app import make_app
 
     settings = settings_of(ctx)
     setup_logging(settings)

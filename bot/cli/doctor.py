@@ -18,7 +18,7 @@ def doctor(
     ] = False,
 ) -> None:
     """Check this configuration, one line per check with the fix; exit 0, 1 (warnings) or 2 (failures)."""
-    from bot.doctor import exit_code, run_checks
+    from bot.doctor.report import exit_code, run_checks
 
     checks = run_checks(online=online)
     for check in checks:
@@ -35,7 +35,7 @@ def health(
     ] = None,
 ) -> None:
     """Ask the running bot whether it is up (its web port's /healthz); exit 0 or 1. The images' HEALTHCHECK."""
-    from bot.doctor import health as ask
+    from bot.doctor.report import health as ask
 
     if url is None:
         try:

@@ -19,7 +19,7 @@ def schedule_show(
     community: Annotated[str | None, typer.Option(help="Only this community id.")] = None,
 ) -> None:
     """List each community's schedule settings and next runs (local time and UTC)."""
-    from bot.schedule import describe
+    from bot.background.schedule import describe
 
     engine = engine_or_exit(settings_of(ctx))
     if community is not None:
@@ -44,7 +44,7 @@ def schedule_run(
     """Run one job now, by hand; idempotent like the scheduled run (a second run posts nothing).
     Console posts print here; a Discord or Slack post is queued for that running bot to send."""
     from bot.platforms.console.render import render
-    from bot.schedule import JOB_KINDS
+    from bot.background.schedule import JOB_KINDS
 
     if job not in JOB_KINDS:
         raise fail(f"Unknown job '{job[:30]}'; jobs: {', '.join(JOB_KINDS)}.", 2)

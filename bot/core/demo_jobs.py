@@ -144,7 +144,7 @@ class DemoJobs(EngineBase):
 
     def demo_failed(self, job_id: int, reason: str, kind: str | None = None) -> bool:
         """A demo that did not finish: the reason is stored and said in its channel; `kind`
-        (bot/demo_process.py) says whether it was the member's run, charged to their cooldown,
+        (bot/worker/demo_process.py) says whether it was the member's run, charged to their cooldown,
         or one of BOT_FAILURES (None, unknown: not charged)."""
         return self._end_demo(job_id, "failed", None, None, reason, kind)
 

@@ -3,7 +3,7 @@ that belong to no feature. Each service takes the services it needs in its const
 is the one place they are put together (the process's composition root, bot/wiring.py, builds
 the engine from Settings). It never sends anything: what must be posted in a channel is
 written to the outbox in the same unit of work as the decision, and a platform's deliverer
-sends it (bot/delivery.py).
+sends it (bot/background/delivery.py).
 
 The services, each in the module named for what it holds: answers.py (a click, a line of
 text), rounds.py (the daily round, scoring, the reveal), daily_batch.py (rounds due together),

@@ -1,6 +1,6 @@
 """A community's FSRS parameters, pure: the review log built from its answers, how many of its
 reviews the optimizer counts, the log loss of parameters on a log, and which parameters are in
-use. The fit itself (fsrs.Optimizer, torch) runs on the demo worker: bot/fsrs_fit.py."""
+use. The fit itself (fsrs.Optimizer, torch) runs on the demo worker: bot/worker/fsrs_fit.py."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from bot.core.values import CommunityRef
 
 
 class ScheduleReads(EngineBase):
-    """Read-only queries for the scheduler (bot/schedule/)."""
+    """Read-only queries for the scheduler (bot/background/schedule/)."""
 
     def community(self, ref: CommunityRef) -> CommunityConfig | None:
         """One community's settings, read by its key; None when it does not exist."""

@@ -13,7 +13,7 @@ import urllib.error
 from collections.abc import Callable
 from typing import Any
 
-from bot.checks import JsonHttp, secret_value
+from bot.doctor.checks import JsonHttp, secret_value
 from bot.config import Settings
 from bot.errors import OperatorError
 

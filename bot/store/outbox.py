@@ -1,5 +1,5 @@
 """The outbox: posts written in the transaction that decides, claimed on a lease by the
-deliverers (bot/delivery.py), sent, retried or given up."""
+deliverers (bot/background/delivery.py), sent, retried or given up."""
 
 from __future__ import annotations
 

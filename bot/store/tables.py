@@ -353,7 +353,7 @@ class DemoGuess(SQLModel, table=True):
 
 
 class CommunityFsrs(SQLModel, table=True):
-    """The FSRS parameters fitted to a community's review log (bot/fsrs_fit.py); no row, or
+    """The FSRS parameters fitted to a community's review log (bot/worker/fsrs_fit.py); no row, or
     `parameters` NULL, means the package's defaults. `week`: the ISO week the weekly fit last
     claimed; `reviews`: the counted reviews of the last fit or check."""
 

@@ -29,7 +29,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from bot import anki
-from bot.bridge import Bridge, report_incident
+from bot.background.bridge import Bridge, report_incident
 from bot.core import wording
 from bot.core.engine import StudyEngine
 from bot.core.errors import NotFound, StudyBotError

@@ -120,7 +120,7 @@ PATH_LOGGERS = (
     "aiohttp.internal",
     "bot.web.app",
     "bot.web.links",
-    "bot.bridge",
+    "bot.background.bridge",
 )
 
 

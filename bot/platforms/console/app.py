@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bot import anki
-from bot.bridge import report_incident
+from bot.background.bridge import report_incident
 from bot.core import confidence_rules, wording
 from bot.core.anki_export import file_name
 from bot.core.demo_request import parse_demo

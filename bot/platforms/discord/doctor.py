@@ -9,7 +9,7 @@ import binascii
 import re
 import urllib.error
 
-from bot.checks import Check, JsonHttp, secret_value
+from bot.doctor.checks import Check, JsonHttp, secret_value
 from bot.config import Settings
 from bot.core.numbers import ascii_int
 from bot.platforms.discord import app as discord_app

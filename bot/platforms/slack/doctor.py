@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from bot.checks import Check, JsonHttp, secret_value
+from bot.doctor.checks import Check, JsonHttp, secret_value
 from bot.config import Settings
 from bot.platforms.slack.oauth import BOT_SCOPES
 

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from slack_sdk.errors import SlackApiError
 
-from bot.bridge import report_incident
+from bot.background.bridge import report_incident
 from bot.core import wording
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, DemoQueued, HomeCard

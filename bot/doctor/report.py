@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
 
-from bot.checks import RANK, Check, JsonHttp, exit_code, secret_value
+from bot.doctor.checks import RANK, Check, JsonHttp, exit_code, secret_value
 from bot.config import Settings
 from bot.settings_problems import SettingsError, load_settings
 
@@ -192,7 +192,7 @@ def check_timezones(settings: Settings, communities: list[tuple[str, str, str, s
 
 def check_demo_memory() -> Check:
     """Which memory limit holds a demo's child process here (DEMO-SEC, issue 27)."""
-    from bot.demo_process import memory_limit_kind, runs_on_cuda
+    from bot.worker.demo_process import memory_limit_kind, runs_on_cuda
 
     if memory_limit_kind() != "rlimit":
         return Check(
@@ -245,7 +245,7 @@ def check_worker(settings: Settings) -> list[Check]:
     finally:
         client.close()
     checks = [Check("redis", "ok", f"{shown} answers PING")]
-    from bot.worker import make_app
+    from bot.worker.celery_app import make_app
 
     app = make_app(settings.redis_url, settings.demo_timeout_s)
     try:

@@ -40,7 +40,7 @@ class _DailyDue:
 class ScheduleClaims:
     """What is due now, claimed in the database: each community's reveal, daily round and
     weekly leaderboard (and its weekly FSRS fit handed to `weekly_fit`), and the jobs run by
-    hand. StudyScheduler (bot/schedule/scheduler.py) decides when to call it.
+    hand. StudyScheduler (bot/background/schedule/scheduler.py) decides when to call it.
 
     `platforms` and `community` narrow which communities this process serves, `scope`
     further in SQL and `accepts` in Python; `clock` defaults to the engine's."""
@@ -57,7 +57,7 @@ class ScheduleClaims:
         weekly_fit: Callable[[CommunityRef, str], None] | None = None,
     ) -> None:
         self.engine = engine
-        # hands a community's weekly FSRS fit over (bot.fsrs_runs.WeeklyFits); None: no fits
+        # hands a community's weekly FSRS fit over (bot.background.fsrs_runs.WeeklyFits); None: no fits
         self.weekly_fit = weekly_fit
         self.clock = clock or engine.now
         self.platforms = platforms

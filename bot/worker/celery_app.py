@@ -5,8 +5,8 @@ Each task runs the demo exactly as the local back end does (`python -m demos.<na
 progress event through the task's state, where the bot reads it. JSON only, never pickle;
 acks late, so a task whose worker dies is not lost silently; a soft and a hard time limit.
 `studybot.fit_fsrs` fits a community's FSRS parameters to its review log the same way (a child
-process, bot/fsrs_fit.py). It imports no engine or store: a worker host loads Celery and
-bot/demo_process.py only."""
+process, bot/worker/fsrs_fit.py). It imports no engine or store: a worker host loads Celery and
+bot/worker/demo_process.py only."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 from celery import Celery, Task  # type: ignore[import-untyped]
 from celery.exceptions import SoftTimeLimitExceeded  # type: ignore[import-untyped]
 
-from bot.demo_process import TIMEOUT, DemoFailure, memory_available, run_demo_process
+from bot.worker.demo_process import TIMEOUT, DemoFailure, memory_available, run_demo_process
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +62,10 @@ def make_app(redis_url: str, timeout_s: float = 120.0, fit_timeout_s: float = 18
         charts = [[kind, base64.b64encode(picture).decode()] for kind, picture in outcome.pictures()]
         return {"events": events, "result": outcome.result, "chart": chart, "charts": charts}
 
-    # A community's FSRS fit (bot/fsrs_fit.py, imported here only when one runs): its own limits.
+    # A community's FSRS fit (bot/worker/fsrs_fit.py, imported here only when one runs): its own limits.
     @app.task(name="studybot.fit_fsrs", soft_time_limit=fit_timeout_s, time_limit=fit_timeout_s + 10)  # type: ignore[untyped-decorator]
     def fit_fsrs(rows: list[list[Any]]) -> dict[str, Any]:
-        from bot.fsrs_fit import FitFailure, run_fit_process
+        from bot.worker.fsrs_fit import FitFailure, run_fit_process
 
         try:
             return run_fit_process(rows, fit_timeout_s)

@@ -1,9 +1,9 @@
 """The schedules: each community's daily round, its reveal, the weekly leaderboard and the
-weekly FSRS fit (handed to `weekly_fit`, bot/fsrs_runs.py, which runs it beside the scheduler).
+weekly FSRS fit (handed to `weekly_fit`, bot/background/fsrs_runs.py, which runs it beside the scheduler).
 
 The database decides what happens, the scheduler only decides when to look, and it never
 sends: each claim writes an outbox row in the same transaction, and the platforms'
-deliverers (bot/delivery.py) post it; `on_claimed` wakes them. A round is
+deliverers (bot/background/delivery.py) post it; `on_claimed` wakes them. A round is
 unique per community, channel and local date, a leaderboard post per community and ISO
 week (both enforced by unique keys in the engine), so a restart, a second bot process or a
 job run by hand never posts twice. `tick()` runs whatever is due now and is the only thing

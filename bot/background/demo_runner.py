@@ -11,7 +11,7 @@ back end chosen by `STUDYBOT_WORKER`:
   box), which starts the very same child process there and reports its events back through
   the task's state; JSON only, acks late, soft and hard time limits.
 
-Both run the demo through bot/demo_process.py. The demo prints JSON lines: a `start` event
+Both run the demo through bot/worker/demo_process.py. The demo prints JSON lines: a `start` event
 (how many strategies, where it runs), one `row` per strategy as soon as it is measured, then
 the `result`. Each row updates the job's progress and the platform's message; the result (or
 the reason it failed) is posted through the outbox in the channel where it was asked.
@@ -31,14 +31,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot.bridge import report_incident
+from bot.background.bridge import report_incident
 from bot.core.engine import StudyEngine
 from bot.core.errors import StudyBotError
 from bot.core.records import DemoJobRecord
 from bot.core.values import CommunityRef, DemoProgressCard
 from bot.core.wording import BUG
-from bot.delivery import wake_or_timeout
-from bot.demo_process import (
+from bot.background.delivery import wake_or_timeout
+from bot.worker.demo_process import (
     TIMEOUT,
     DemoFailure,
     DemoOutcome,
@@ -75,7 +75,7 @@ MIN_SHARE = 512 * 1024**2
 class LocalBackend:
     """The demo in a child process of this machine, awaited in a thread. Parallel demos share
     the memory: each is given what the machine has available less what running ones were
-    promised (never the same bytes twice), told it, and held to it (bot/demo_process.py)."""
+    promised (never the same bytes twice), told it, and held to it (bot/worker/demo_process.py)."""
 
     name = "local"
 
@@ -145,7 +145,7 @@ class CeleryBackend:
         poll_s: float = 0.25,
         grace_s: float = 15.0,
     ) -> None:
-        from bot.worker import make_app
+        from bot.worker.celery_app import make_app
 
         self.redis_url = redis_url
         self.queue = queue

@@ -1,5 +1,5 @@
 """What every `studybot doctor` check returns, and the small tools the checks share: a
-secret's value, JSON over HTTP without an event loop. The shared checks (bot/doctor.py) and each
+secret's value, JSON over HTTP without an event loop. The shared checks (bot/doctor/report.py) and each
 platform's (bot/platforms/<platform>/doctor.py) import this; it imports none of them."""
 
 from __future__ import annotations

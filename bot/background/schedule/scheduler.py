@@ -1,6 +1,6 @@
 """StudyScheduler: when to look. It plans each community's next moments in memory and keeps
 ONE APScheduler 3 date job (imported only when `start()` is called) at the earliest of them;
-when it fires, every community due then is claimed in one pass (bot/schedule/claims.py). A
+when it fires, every community due then is claimed in one pass (bot/background/schedule/claims.py). A
 periodic refresh notices settings changed elsewhere and rounds opened by hand, and retries
 what failed."""
 

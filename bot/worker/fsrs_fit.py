@@ -1,5 +1,5 @@
 """Fitting a community's FSRS parameters on the demo worker: fsrs.Optimizer (torch) on its
-review log, in a child process (`python -m bot.fsrs_fit`, the log as JSON on stdin, the result
+review log, in a child process (`python -m bot.worker.fsrs_fit`, the log as JSON on stdin, the result
 as JSON on stdout), so neither the bot nor the Celery worker process loads torch itself.
 
 It imports no engine, store or platform: a worker host loads only this, Celery and fsrs.
@@ -56,7 +56,7 @@ def run_fit_process(rows: Sequence[Row], timeout_s: float, python: str = sys.exe
     launched = time.perf_counter()
     try:
         done = subprocess.run(
-            [python, "-m", "bot.fsrs_fit"],
+            [python, "-m", "bot.worker.fsrs_fit"],
             input=json.dumps({"log": [list(row) for row in rows]}),
             capture_output=True,
             text=True,

@@ -1,7 +1,7 @@
 """Running one demo in a child process: `python -m demos.<name> --progress`, its JSON events
 heard as they are printed, killed with its process group when it overruns its time limit.
 
-The local back end (bot/jobs.py), the Celery worker (bot/worker.py) and `studybot demo` all
+The local back end (bot/background/demo_runner.py), the Celery worker (bot/worker/celery_app.py) and `studybot demo` all
 run demos through here. It imports no engine, store or platform, so a worker host loads only
 this, Celery and the demo's own child process."""
 

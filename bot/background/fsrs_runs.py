@@ -17,7 +17,7 @@ from bot.core.engine import StudyEngine
 from bot.core.errors import StudyBotError
 from bot.core.fsrs_params import MIN_REVIEWS, FitRequest, encode_log
 from bot.core.values import CommunityRef
-from bot.fsrs_fit import FitFailure, Row, run_fit_process
+from bot.worker.fsrs_fit import FitFailure, Row, run_fit_process
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def worker_fitter(settings: Settings, timeout_s: float = FIT_TIMEOUT_S) -> Fitte
         return lambda rows: run_fit_process(rows, timeout_s)
 
     def on_celery(rows: Sequence[Row]) -> dict[str, Any]:
-        from bot.worker import make_app
+        from bot.worker.celery_app import make_app
 
         app = make_app(settings.redis_url, settings.demo_timeout_s, fit_timeout_s=timeout_s)
         try:
