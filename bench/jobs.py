@@ -29,11 +29,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.background.bridge import Bridge  # noqa: E402
+from bot.background.delivery import Deliverer  # noqa: E402
+from bot.background.demo_runner import Backend, CeleryBackend, DemoJobRunner, LocalBackend  # noqa: E402
 from bot.core.bank import load_bank  # noqa: E402
 from bot.core.engine import DemoPolicy, StudyEngine  # noqa: E402
 from bot.core.values import ChannelRef, DemoResultCard, Posted, QuestionCard, UserRef  # noqa: E402
-from bot.background.delivery import Deliverer  # noqa: E402
-from bot.background.demo_runner import Backend, CeleryBackend, DemoJobRunner, LocalBackend  # noqa: E402
 from bot.store.database import Database, upgrade  # noqa: E402
 from bot.store.repository import SqlStore  # noqa: E402
 

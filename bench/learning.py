@@ -23,8 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.core.fsrs_params import counted_reviews, encode_log, log_loss  # noqa: E402
 from bot.core.fsrs_simulation import TRUE_PARAMETERS, binary, simulate  # noqa: E402
+
+from bot.core.rules.fsrs_params import counted_reviews, encode_log, log_loss  # noqa: E402
 from bot.worker.fsrs_fit import run_fit_process  # noqa: E402
 
 log = logging.getLogger("bench.learning")

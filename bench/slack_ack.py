@@ -18,8 +18,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bot.core import choices as codec
 from bot.core.bank import load_bank
+from bot.core.rules import choices as codec
 from bot.core.values import CommunityRef
 from bot.store.database import upgrade
 from tests.conftest import TEST_BANK, FakeClock

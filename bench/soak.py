@@ -798,10 +798,10 @@ async def demo_phase(args: argparse.Namespace, work: Path, tally: Tally) -> None
     plan's moments; returns once every job has ended and its post has left the outbox."""
     from sqlalchemy import create_engine, text
 
+    from bot.background.demo_runner import CeleryBackend, DemoJobRunner
     from bot.core.bank import load_bank
     from bot.core.engine import StudyEngine
     from bot.core.values import ChannelRef, UserRef
-    from bot.background.demo_runner import CeleryBackend, DemoJobRunner
     from bot.store.database import Database
     from bot.store.repository import SqlStore
     from bot.wiring import build_runtime
@@ -902,9 +902,9 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
     """Compare the database with what the platforms received and the members were told."""
     from sqlalchemy import create_engine, text
 
-    from bot.core import scoring, timing
     from bot.core.bank import load_bank
     from bot.core.engine import StudyEngine
+    from bot.core.rules import scoring, timing
     from bot.core.values import CommunityRef, UserRef
     from bot.store.database import Database
     from bot.store.repository import SqlStore

@@ -33,10 +33,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.core import scoring  # noqa: E402
 from bot.core.bank import load_bank  # noqa: E402
 from bot.core.engine import StudyEngine  # noqa: E402
-from bot.core.item_analysis import wanted_picks  # noqa: E402
+from bot.core.rules import scoring  # noqa: E402
+from bot.core.rules.item_analysis import wanted_picks  # noqa: E402
 from bot.core.values import CommunityRef  # noqa: E402
 from bot.store import item_stats  # noqa: E402
 from bot.store.database import Database, upgrade  # noqa: E402

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 from bot.config import Settings
 from bot.core.bank import load_bank
 from bot.core.engine import DeliveryPolicy, DemoPolicy, StudyEngine
-from bot.core.practice import PracticePolicy, SuggestionPolicy
+from bot.core.services.practice import PracticePolicy, SuggestionPolicy
 from bot.store.database import Database, upgrade
 from bot.store.repository import SqlStore
 from bot.web.links import make_links
 
 if TYPE_CHECKING:
     from bot.background.delivery import Deliverer
-    from bot.platforms.runtime import Runtime
     from bot.background.schedule import StudyScheduler
+    from bot.platforms.runtime import Runtime
 
 
 def open_database(settings: Settings) -> Database:

@@ -17,11 +17,11 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bot.background.demo_runner import DemoJobRunner, LocalBackend
 from bot.config import Settings
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, UserRef
 from bot.core.wording import CONSOLE_OPERATOR
-from bot.background.demo_runner import DemoJobRunner, LocalBackend
 from bot.platforms.console import ConsoleApp, ConsoleOptions, Message
 from bot.platforms.launch import serve
 from bot.platforms.runtime import Runtime

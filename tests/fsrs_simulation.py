@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 from fsrs import Card, Rating, Scheduler
 
-from bot.core.fsrs_params import DEFAULTS, LoggedReview, Parameters, by_card
+from bot.core.rules.fsrs_params import DEFAULTS, LoggedReview, Parameters, by_card
 
 START = datetime(2026, 1, 5, 18, 0, tzinfo=timezone.utc)
 

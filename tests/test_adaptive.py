@@ -17,12 +17,12 @@ from statistics import mean
 
 import pytest
 
-from bot.core import rating as elo
 from bot.core.bank import Bank, Choice, Question
 from bot.core.engine import StudyEngine
 from bot.core.errors import NotFound
-from bot.core.item_analysis import analyse
-from bot.core.practice import PracticePolicy
+from bot.core.rules import rating as elo
+from bot.core.rules.item_analysis import analyse
+from bot.core.services.practice import PracticePolicy
 from bot.core.values import ChannelRef, QuestionCard, UserRef
 from bot.store.database import Database
 from bot.store.repository import SqlStore

@@ -532,7 +532,7 @@ def shown_right(bank: Bank, card: QuestionCard) -> int:
 async def test_a_question_rating_is_its_start_plus_every_answers_change(engine: StudyEngine, test_bank: Bank) -> None:
     """However its rows are spread, a question's rating is the Elo replay of its answers, and
     answers given at once are each counted."""
-    from bot.core import rating as elo
+    from bot.core.rules import rating as elo
     from bot.store.item_stats import question_ratings as analysis_ratings
 
     card = open_round(engine)

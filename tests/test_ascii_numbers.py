@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from bot.core import wording
-from bot.core.community import parse_setting
-from bot.core.demo_request import parse_demo
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput
-from bot.core.guesses import parse_console_guess
-from bot.core.numbers import ascii_int
-from bot.core.practice import decode_decision, decode_draft
+from bot.core.rules.community import parse_setting
+from bot.core.rules.demo_request import parse_demo
+from bot.core.rules.numbers import ascii_int
+from bot.core.rules.timing import parse_daily_time
 from bot.core.scope import ShardsOf
-from bot.core.timing import parse_daily_time
+from bot.core.services.guesses import parse_console_guess
+from bot.core.services.practice import decode_decision, decode_draft
 from bot.core.values import CommunityRef
 from tests.conftest import run_studybot
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.core.bank import load_bank
-from bot.core.demo_request import parse_question_demo
+from bot.core.rules.demo_request import parse_question_demo
 from demos.checkpoint import parse_args, run_demo
 from demos.estimate import Estimate, estimate
 from demos.memory import RECOMPUTE

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from bot.core import scoring
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.records import RankedRow, WeekRank
+from bot.core.rules import scoring
 from bot.core.values import ChannelRef, CommunityRef, QuestionCard, UserRef
 from bot.store.repository import SqlStore
 from tests.conftest import FakeClock

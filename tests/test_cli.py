@@ -161,7 +161,8 @@ def test_an_unknown_community_exits_2_with_one_sentence_on_every_command(tmp_pat
 def test_help_texts_show_the_demos_real_defaults_and_the_cli_takes_chats_bounds(tmp_path: Path) -> None:
     import yaml
 
-    from bot.core import demo_request, wording
+    from bot.core import wording
+    from bot.core.rules import demo_request
     from bot.platforms.commands import BY_NAME
     from bot.platforms.slack.doctor import MANIFEST
     from demos import checkpoint

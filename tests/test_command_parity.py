@@ -19,12 +19,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bot.background.demo_runner import DemoJobRunner, LocalBackend
 from bot.core.bank import Bank
-from bot.core.demo_request import parse_demo
 from bot.core.engine import StudyEngine
 from bot.core.errors import StudyBotError
+from bot.core.rules.demo_request import parse_demo
 from bot.core.values import ChannelRef, CommunityRef, UserRef
-from bot.background.demo_runner import DemoJobRunner, LocalBackend
 from bot.platforms import commands
 from bot.platforms.slack.slash import SLACK_NAMES
 from bot.store.database import Database

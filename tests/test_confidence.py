@@ -11,11 +11,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from fsrs import Rating, Scheduler
 
-from bot.core import review as spaced
 from bot.core.bank import Bank
-from bot.core.calibration import MIN_ANSWERS, calibration
-from bot.core.confidence_rules import decode_confidence, encode_confidence, grade, split_confidence
 from bot.core.engine import StudyEngine
+from bot.core.rules import review as spaced
+from bot.core.rules.calibration import MIN_ANSWERS, calibration
+from bot.core.rules.confidence_rules import decode_confidence, encode_confidence, grade, split_confidence
 from bot.platforms.console import Message
 from tests.conftest import FakeClock
 from tests.console_chat import Console

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.core import choices as codec
 from bot.core import wording
-from bot.core.confidence_rules import encode_confidence
+from bot.core.rules import choices as codec
+from bot.core.rules.confidence_rules import encode_confidence
 from bot.core.values import AlreadyNoted, UserRef
 from tests.fakes.discord_server import EPHEMERAL
 from tests.fakes.slack_api import click_payload

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.background.demo_runner import CeleryBackend, DemoJobRunner, LocalBackend
 from bot.core.engine import DemoPolicy, StudyEngine
 from bot.core.errors import InvalidInput
 from bot.core.values import ChannelRef, DemoFailedCard, DemoProgressCard, DemoResultCard, UserRef
 from bot.worker.demo_process import DemoFailure, address_space_limit, run_demo_process, time_budget
-from bot.background.demo_runner import CeleryBackend, DemoJobRunner, LocalBackend
 from tests.conftest import IN_CI
 from tests.services import RedisServer, redis_or_skip
 from tests.test_jobs import SMALL, posted, run_one

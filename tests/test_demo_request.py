@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from bot.core import demo_request as dr
 from bot.core import wording
 from bot.core.bank import Bank, collect, load_bank
-from bot.core.demo_result import result_card
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput
+from bot.core.rules import demo_request as dr
+from bot.core.rules.demo_result import result_card
 from bot.core.values import ChannelRef, DemoChart, DemoQueued, DemoResultCard, UserRef
-from bot.worker.demo_process import DemoOutcome, save_charts
 from bot.platforms.discord import render as discord_render
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from bot.web import charts as web_charts
+from bot.worker.demo_process import DemoOutcome, save_charts
 from tests.conftest import ROOT, TEST_BANK, FakeClock
 
 QUESTION_DEMO = "layers=2 tokens=64 width=16 repeat=1 strategies=none,block"
@@ -388,8 +388,8 @@ def test_every_chart_is_kept_the_timeline_first(tmp_path: Path) -> None:
 
 
 def test_the_runner_saves_every_chart_beside_the_first(tmp_path: Path) -> None:
-    from bot.worker.celery_app import demo_process
-    from bot.core import demo_result
+    from bot.core.rules import demo_result
+    from bot.worker import demo_process
 
     assert demo_process.CHART_ORDER == demo_result.CHART_ORDER
     outcome = DemoOutcome({}, b"timeline", charts=(("timeline", b"t"), ("budget", b"b"), ("memory", b"m")))

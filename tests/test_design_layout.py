@@ -20,7 +20,7 @@ def layout_block(text: str) -> list[str]:
 
 
 def named_paths(lines: list[str]) -> set[str]:
-    """Every path the layout names, as a path from the repository root ("bot/core/rounds.py")."""
+    """Every path the layout names, as a path from the repository root ("bot/core/services/rounds.py")."""
     stack: list[tuple[int, str]] = []
     found: set[str] = set()
     for line in lines:

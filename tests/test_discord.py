@@ -18,12 +18,13 @@ import discord
 import pytest
 import yarl
 
+from bot.background.demo_runner import DemoJobRunner, LocalBackend
 from bot.config import Settings
-from bot.core import choices as codec
 from bot.core import wording
 from bot.core.bank import Bank
 from bot.core.engine import DeliveryPolicy, StudyEngine
-from bot.core.practice import decode_draft
+from bot.core.rules import choices as codec
+from bot.core.services.practice import decode_draft
 from bot.core.values import (
     ChannelRef,
     CommunityRef,
@@ -36,7 +37,6 @@ from bot.core.values import (
     SuggestionReceived,
     UserRef,
 )
-from bot.background.demo_runner import DemoJobRunner, LocalBackend
 from bot.platforms.discord import build_bot, render
 from bot.platforms.discord import replies as replies_module
 from bot.platforms.discord.app import ShardedStudyBot, StudyBot, guild_shard, send_failure

@@ -12,12 +12,12 @@ from typing import get_args, get_type_hints
 import pytest
 
 import bot.core.engine as engine_module
-from bot.core import choices as codec
 from bot.core import values, wording
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.text import parse_choice
+from bot.core.rules import choices as codec
+from bot.core.rules.text import parse_choice
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from bot.background.fsrs_runs import WeeklyFits, fit_community
+from bot.background.schedule import StudyScheduler
 from bot.core import wording
 from bot.core.bank import load_bank
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput
-from bot.core.fsrs_params import (
+from bot.core.rules.fsrs_params import (
     DEFAULTS,
     MIN_REVIEWS,
     AnsweredReview,
@@ -24,11 +26,9 @@ from bot.core.fsrs_params import (
     review_log,
 )
 from bot.core.values import AnswerFeedback, ChannelRef, CommunityRef, NothingDue, QuestionCard, UserRef
-from bot.worker.fsrs_fit import run_fit_process
-from bot.background.fsrs_runs import WeeklyFits, fit_community
-from bot.background.schedule import StudyScheduler
 from bot.store.database import Database
 from bot.store.repository import SqlStore
+from bot.worker.fsrs_fit import run_fit_process
 from tests.conftest import TEST_BANK, FakeClock, migrated_sqlite, run_studybot
 from tests.fsrs_simulation import TRUE_PARAMETERS, log_loss, simulate
 

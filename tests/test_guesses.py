@@ -8,8 +8,8 @@ import asyncio
 from typing import Any
 
 from bot.core.engine import StudyEngine
-from bot.core.guesses import band_of, decode_guess, encode_guess, measured_saving, takes_guesses
 from bot.core.records import DemoGuess
+from bot.core.services.guesses import band_of, decode_guess, encode_guess, measured_saving, takes_guesses
 from bot.core.values import ChannelRef, UserRef
 from bot.platforms.console import Message
 from bot.platforms.console.render import render as console_render

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import create_engine, insert
 
 from bot.core.bank import Choice, Question
-from bot.core.item_analysis import (
+from bot.core.rules.item_analysis import (
     DEAD_DISTRACTOR,
     MIN_ANSWERS,
     TOO_EASY,

@@ -3,10 +3,10 @@ from answers given through the engine (a planted wrong key)."""
 
 from __future__ import annotations
 
+from bot.background.delivery import Deliverer
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, CommunityRef, LeaderboardCard, QuestionCard, UserRef
-from bot.background.delivery import Deliverer
 from bot.platforms.console import render
 from tests.conftest import FakeClock
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
-from bot.core.item_analysis import (
+from bot.core.rules.item_analysis import (
     UNANSWERED,
     WRONG_KEY,
     AnswerRow,

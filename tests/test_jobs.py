@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.background.delivery import Deliverer
+from bot.background.demo_runner import CeleryBackend, DemoJobRunner, LocalBackend
 from bot.core.bank import Bank
 from bot.core.engine import DemoPolicy, StudyEngine
 from bot.core.errors import InvalidInput
@@ -27,11 +29,9 @@ from bot.core.values import (
     Posted,
     UserRef,
 )
-from bot.background.delivery import Deliverer
-from bot.worker.demo_process import DemoFailure, run_demo_process
-from bot.background.demo_runner import CeleryBackend, DemoJobRunner, LocalBackend
 from bot.store.database import Database
 from bot.store.repository import SqlStore
+from bot.worker.demo_process import DemoFailure, run_demo_process
 from tests.conftest import IN_CI, TEST_BANK, FakeClock
 from tests.services import RedisServer, kill_group, redis_or_skip, start_worker
 

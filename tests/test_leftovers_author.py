@@ -4,9 +4,9 @@ post when it fails for a while, given up where admins see it when it cannot be s
 
 from __future__ import annotations
 
+from bot.background.delivery import Deliverer
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, CommunityRef, Notice, SuggestionDecided, SuggestionReceived, UserRef
-from bot.background.delivery import Deliverer
 from tests.conftest import FakeClock
 from tests.test_suggestions import good_form
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
+from bot.background.demo_runner import DemoJobRunner, LocalBackend
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, UserRef
-from bot.background.demo_runner import DemoJobRunner, LocalBackend
 from bot.platforms.discord.app import shard_filter
 from tests.fakes.discord_server import guild_id_for_shard
 from tests.test_discord import ALICE, World, world  # noqa: F401  (world: the fixture)

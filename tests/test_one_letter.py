@@ -15,9 +15,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.core import choices as codec
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
+from bot.core.rules import choices as codec
 from bot.core.values import AnswerFeedback, ChannelRef, CommunityRef, QuestionCard, RevealCard, UserRef
 from bot.store.database import Database
 from bot.store.repository import SqlStore

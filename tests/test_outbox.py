@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from bot.background.bridge import Bridge
+from bot.background.delivery import Deliverer
 from bot.core.bank import Bank
 from bot.core.engine import DeliveryPolicy, StudyEngine
 from bot.core.errors import SendFailed
 from bot.core.values import ChannelRef, CommunityRef, Posted, QuestionCard, RevealCard
-from bot.background.delivery import Deliverer
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import FakeClock

@@ -13,6 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.background.delivery import Deliverer
+from bot.background.schedule import WAKE_JOB, StudyScheduler, job_name
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.errors import StoreUnavailable
@@ -25,8 +27,6 @@ from bot.core.values import (
     RevealCard,
     UserRef,
 )
-from bot.background.delivery import Deliverer
-from bot.background.schedule import WAKE_JOB, StudyScheduler, job_name
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import FakeClock

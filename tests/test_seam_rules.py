@@ -23,13 +23,13 @@ from sqlalchemy import create_engine, text
 
 from bot.background.bridge import Bridge, guarded
 from bot.config import Settings
-from bot.core import choices as codec
 from bot.core import wording
 from bot.core.bank import Bank, Question
-from bot.core.demo_request import CHOICES, PRESETS, STRATEGIES, parse_demo
-from bot.core.demo_result import MIB, result_card
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput, NotFound, StudyBotError
+from bot.core.rules import choices as codec
+from bot.core.rules.demo_request import CHOICES, PRESETS, STRATEGIES, parse_demo
+from bot.core.rules.demo_result import MIB, result_card
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,

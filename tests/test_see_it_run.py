@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.core import choices as codec
-from bot.core import demo_request as dr
 from bot.core import wording
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
+from bot.core.rules import choices as codec
+from bot.core.rules import demo_request as dr
 from bot.core.values import CommunityRef
 from bot.store.database import Database
 from bot.store.repository import SqlStore

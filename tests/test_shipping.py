@@ -32,9 +32,9 @@ from sqlalchemy import create_engine, insert, text
 from typer.testing import CliRunner
 
 import bot
-from bot.doctor import report as doctor
 from bot.cli import app
 from bot.config import Settings
+from bot.doctor import report as doctor
 from bot.store.tables import Community
 from tests.conftest import IN_CI, ROOT, TEST_BANK, migrated_sqlite
 from tests.fakes.discord_server import BOT_PERMS, FakeDiscord

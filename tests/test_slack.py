@@ -24,10 +24,10 @@ import sqlalchemy as sa
 import yaml
 
 from bot.config import Settings
-from bot.core import choices as codec
 from bot.core import wording
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
+from bot.core.rules import choices as codec
 from bot.core.values import (
     ChannelRef,
     CommunityRef,

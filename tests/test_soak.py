@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.background.delivery import Deliverer
 from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.values import ChannelRef, CommunityRef, Posted, QuestionCard
-from bot.background.delivery import Deliverer
 from bot.store.database import Database
 from bot.store.repository import SqlStore
 from tests.conftest import IN_CI, ROOT, FakeClock, migrated_sqlite

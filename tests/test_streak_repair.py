@@ -7,10 +7,10 @@ from datetime import datetime, timedelta, timezone
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from bot.core import choices as codec
 from bot.core.engine import StudyEngine
 from bot.core.records import DailyOutcome
-from bot.core.streak_repair import DailyDay, breaking_miss, counted_days, repair_open
+from bot.core.rules import choices as codec
+from bot.core.services.streak_repair import DailyDay, breaking_miss, counted_days, repair_open
 from bot.core.values import ChannelRef, CommunityRef, QuestionCard, letter
 from bot.platforms.console import Message
 from bot.web.app import build_app

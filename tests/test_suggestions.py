@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.core import suggestions as forms
 from bot.core.bank import Bank, Question
 from bot.core.engine import StudyEngine
 from bot.core.errors import InvalidInput
-from bot.core.practice import SuggestionPolicy
+from bot.core.rules import suggestions as forms
+from bot.core.services.practice import SuggestionPolicy
 from bot.core.values import (
     ChannelRef,
     CommunityRef,

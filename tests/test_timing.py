@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core import timing
-from bot.core.timing import daily_due, daily_moment, next_daily, next_weekly, weekly_due
+from bot.core.rules import timing
+from bot.core.rules.timing import daily_due, daily_moment, next_daily, next_weekly, weekly_due
 from tests.conftest import examples
 
 

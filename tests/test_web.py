@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from bot.core import choices as codec
 from bot.core.bank import load_bank
 from bot.core.engine import StudyEngine
+from bot.core.rules import choices as codec
 from bot.core.values import CommunityRef
 from bot.store.database import Database
 from bot.store.repository import SqlStore

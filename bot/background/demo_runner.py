@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bot.background.bridge import report_incident
+from bot.background.delivery import wake_or_timeout
 from bot.core.engine import StudyEngine
 from bot.core.errors import StudyBotError
 from bot.core.records import DemoJobRecord
 from bot.core.values import CommunityRef, DemoProgressCard
 from bot.core.wording import BUG
-from bot.background.delivery import wake_or_timeout
 from bot.worker.demo_process import (
     TIMEOUT,
     DemoFailure,

@@ -15,7 +15,7 @@ from bot.config import Settings
 from bot.core import wording
 from bot.core.engine import StudyEngine
 from bot.core.errors import StudyBotError
-from bot.core.fsrs_params import MIN_REVIEWS, FitRequest, encode_log
+from bot.core.rules.fsrs_params import MIN_REVIEWS, FitRequest, encode_log
 from bot.core.values import CommunityRef
 from bot.worker.fsrs_fit import FitFailure, Row, run_fit_process
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from bot.core.errors import StudyBotError
-from bot.core.item_analysis import MIN_ANSWERS
+from bot.core.rules.item_analysis import MIN_ANSWERS
 
 from .common import (
     ascii_whole,
@@ -37,8 +37,8 @@ def questions_analysis(
     ] = False,
 ) -> None:
     """Item analysis of the answers given: share right, discrimination, pick rates and flags."""
-    from bot.core.item_analysis import PICKS_NOTE, ItemStats, analyse, file_number, from_kept
-    from bot.core.rating import start_difficulty
+    from bot.core.rules.item_analysis import PICKS_NOTE, ItemStats, analyse, file_number, from_kept
+    from bot.core.rules.rating import start_difficulty
     from bot.store.item_stats import answer_rows, kept_figures, question_ratings
 
     settings = settings_of(ctx)

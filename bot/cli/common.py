@@ -40,7 +40,7 @@ def ascii_whole(low: int) -> Callable[[object], int]:
     also reads other scripts' digits (`--limit ٣` was 3)."""
 
     def parse(value: object) -> int:
-        from bot.core.numbers import ascii_int
+        from bot.core.rules.numbers import ascii_int
 
         number = value if isinstance(value, int) else ascii_int(str(value).strip())
         if number is None or number < low:

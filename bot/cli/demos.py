@@ -37,8 +37,8 @@ def demo_checkpoint(ctx: typer.Context) -> None:
 
 def demo_checkpoint_help() -> str:
     """`studybot demo checkpoint --help`: every option with its choices, bounds and default,
-    read from the chat's request rules (bot/core/demo_request.py), so both say the same."""
-    from bot.core import demo_request as rules
+    read from the chat's request rules (bot/core/rules/demo_request.py), so both say the same."""
+    from bot.core.rules import demo_request as rules
 
     layers, tokens, width, heads, batch = rules.MODEL_DEFAULTS["blocks"]
     bounds = rules.INT_BOUNDS["checkpoint"]
@@ -73,9 +73,9 @@ def demo_checkpoint_help() -> str:
 
 def chat_bounds_problem(args: list[str]) -> str | None:
     """A whole-number option outside the chat's bounds (the CLI allows what chat allows)."""
-    from bot.core import demo_request as rules
     from bot.core import wording
-    from bot.core.numbers import ascii_int
+    from bot.core.rules import demo_request as rules
+    from bot.core.rules.numbers import ascii_int
 
     bounds = rules.INT_BOUNDS["checkpoint"]
     for at, arg in enumerate(args):
@@ -99,7 +99,7 @@ def demo_with_progress(settings: Settings, module: str, args: tuple[str, ...]) -
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from bot.core import wording
-    from bot.core.demo_result import result_card
+    from bot.core.rules.demo_result import result_card
     from bot.worker.demo_process import DemoFailure, run_demo_process, save_charts
 
     progress = Progress(

@@ -19,8 +19,8 @@ def fsrs_fit(
 ) -> None:
     """Fit the community's FSRS parameters to its review log on the demo worker (STUDYBOT_WORKER);
     its reviews are scheduled with them from then on. Below the optimizer's minimum the defaults stay."""
-    from bot.worker.fsrs_fit import FitFailure
     from bot.background.fsrs_runs import fit_community, worker_fitter
+    from bot.worker.fsrs_fit import FitFailure
 
     known_platform_or_exit(platform)
     settings = settings_of(ctx)

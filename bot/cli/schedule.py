@@ -43,8 +43,8 @@ def schedule_run(
 ) -> None:
     """Run one job now, by hand; idempotent like the scheduled run (a second run posts nothing).
     Console posts print here; a Discord or Slack post is queued for that running bot to send."""
-    from bot.platforms.console.render import render
     from bot.background.schedule import JOB_KINDS
+    from bot.platforms.console.render import render
 
     if job not in JOB_KINDS:
         raise fail(f"Unknown job '{job[:30]}'; jobs: {', '.join(JOB_KINDS)}.", 2)

@@ -18,28 +18,28 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from bot.core import wording
-from bot.core.anki_export import AnkiExport
-from bot.core.answers import Answers
 from bot.core.bank import Bank
-from bot.core.boards import Boards
-from bot.core.community_admin import CommunityAdmin
-from bot.core.confidence import Confidence
-from bot.core.daily_batch import DailyBatch
-from bot.core.demo_jobs import DemoJobs, DemoPolicy
-from bot.core.engine_base import Shared
 from bot.core.errors import InvalidInput
-from bot.core.fsrs_community import CommunityFsrs
-from bot.core.guesses import Guesses
-from bot.core.opened_views import OpenedViews
-from bot.core.outbox import DeliveryPolicy, Outbox
 from bot.core.ports import Links, Store
-from bot.core.practice import Practice, PracticePolicy, SuggestionPolicy
-from bot.core.rounds import Rounds
-from bot.core.schedule_reads import ScheduleReads
-from bot.core.streak_repair import Streaks
-from bot.core.timing import as_utc
+from bot.core.rules.timing import as_utc
+from bot.core.services.anki_export import AnkiExport
+from bot.core.services.answers import Answers
+from bot.core.services.base import Shared
+from bot.core.services.boards import Boards
+from bot.core.services.community_admin import CommunityAdmin
+from bot.core.services.confidence import Confidence
+from bot.core.services.daily_batch import DailyBatch
+from bot.core.services.demo_jobs import DemoJobs, DemoPolicy
+from bot.core.services.fsrs_community import CommunityFsrs
+from bot.core.services.guesses import Guesses
+from bot.core.services.opened_views import OpenedViews
+from bot.core.services.outbox import DeliveryPolicy, Outbox
+from bot.core.services.practice import Practice, PracticePolicy, SuggestionPolicy
+from bot.core.services.rounds import Rounds
+from bot.core.services.schedule_reads import ScheduleReads
+from bot.core.services.streak_repair import Streaks
+from bot.core.services.web_pages import WebPages
 from bot.core.values import Notice
-from bot.core.web_pages import WebPages
 
 __all__ = ["DeliveryPolicy", "DemoPolicy", "StudyEngine", "utcnow"]
 

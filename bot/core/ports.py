@@ -8,7 +8,6 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
-from bot.core.community import CommunityConfig
 from bot.core.records import (
     AnswerContext,
     AnsweredReview,
@@ -35,6 +34,7 @@ from bot.core.records import (
     TopThird,
     WeekRank,
 )
+from bot.core.rules.community import CommunityConfig
 from bot.core.scope import Scheduled, Scope
 from bot.core.values import CommunityRef, LinkVersions
 
@@ -110,7 +110,7 @@ class RoundsTx(Protocol):
 
 
 class DailyBatchTx(Protocol):
-    """Many daily rounds in one transaction (bot/core/daily_batch.py)."""
+    """Many daily rounds in one transaction (bot/core/services/daily_batch.py)."""
 
     def daily_round_ids(self, keys: Iterable[str]) -> dict[str, int]: ...
     def with_approved_questions(self, community_ids: Iterable[int]) -> set[int]: ...
@@ -199,7 +199,7 @@ class LinksTx(Protocol):
 
 
 class ViewsTx(Protocol):
-    """The forms the bot opened (bot/core/opened_views.py)."""
+    """The forms the bot opened (bot/core/services/opened_views.py)."""
 
     def add_view(
         self,
@@ -254,7 +254,7 @@ class DemosTx(Protocol):
 
 
 class GuessesTx(Protocol):
-    """Guess-then-run (bot/core/guesses.py)."""
+    """Guess-then-run (bot/core/services/guesses.py)."""
 
     def add_guess(self, job_id: int, community_id: int, member_id: int, band: int, now: datetime) -> int | None: ...
     def demo_guesses(self, job_id: int) -> list[DemoGuess]: ...
@@ -311,7 +311,7 @@ class FsrsTx(Protocol):
 
 
 class StreaksTx(Protocol):
-    """Streak repair (bot/core/streak_repair.py)."""
+    """Streak repair (bot/core/services/streak_repair.py)."""
 
     def daily_history(self, community_id: int, member_id: int) -> list[DailyOutcome]: ...
     def streak_repairs(self, member_id: int) -> dict[int, datetime]: ...
@@ -319,7 +319,7 @@ class StreaksTx(Protocol):
 
 
 class ConfidenceTx(Protocol):
-    """How sure a member was of an answer, and calibration (bot/core/confidence.py)."""
+    """How sure a member was of an answer, and calibration (bot/core/services/confidence.py)."""
 
     def set_review_before(self, round_id: int, member_id: int, state: str) -> None: ...
     def confidence_context(self, round_id: int, member_id: int) -> ConfidenceContext | None: ...

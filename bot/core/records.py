@@ -64,7 +64,7 @@ class NewAnswer:
 
 @dataclass(frozen=True)
 class NewDaily:
-    """A daily round to open (one of a batch, bot/core/daily_batch.py)."""
+    """A daily round to open (one of a batch, bot/core/services/daily_batch.py)."""
 
     community_id: int
     channel_id: str
@@ -334,7 +334,7 @@ SettingColumn = Literal["channel_id", "timezone", "daily_time", "window_hours", 
 
 @dataclass(frozen=True)
 class SettingChange:
-    """One community setting to store (bot/core/community.py's `parse_setting` checks it)."""
+    """One community setting to store (bot/core/rules/community.py's `parse_setting` checks it)."""
 
     column: SettingColumn
     value: str | int | bool

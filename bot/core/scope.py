@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.core.community import CommunityConfig
+from bot.core.rules.community import CommunityConfig
 from bot.core.values import CommunityRef
 
 
@@ -17,7 +17,7 @@ class ShardsOf:
     ids: tuple[int, ...]
 
     def __call__(self, community_id: str) -> bool:
-        # ASCII digits only (bot/core/numbers.py says why; the store's values import nothing more)
+        # ASCII digits only (bot/core/rules/numbers.py says why; the store's values import nothing more)
         digits = community_id.isascii() and community_id.isdigit() and len(community_id) <= 20
         return digits and (int(community_id) >> 22) % self.count in self.ids
 

@@ -20,8 +20,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
 
-from bot.doctor.checks import RANK, Check, JsonHttp, exit_code, secret_value
 from bot.config import Settings
+from bot.doctor.checks import RANK, Check, JsonHttp, exit_code, secret_value
 from bot.settings_problems import SettingsError, load_settings
 
 __all__ = ["RANK", "Check", "JsonHttp", "exit_code", "guarded", "health", "run_checks"]

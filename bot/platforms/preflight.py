@@ -13,8 +13,8 @@ import urllib.error
 from collections.abc import Callable
 from typing import Any
 
-from bot.doctor.checks import JsonHttp, secret_value
 from bot.config import Settings
+from bot.doctor.checks import JsonHttp, secret_value
 from bot.errors import OperatorError
 
 log = logging.getLogger(__name__)

@@ -15,6 +15,9 @@ from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
 from bot.background.bridge import Bridge
+from bot.background.delivery import AsyncSend, Deliverer, wake_or_timeout
+from bot.background.demo_runner import DemoJobRunner
+from bot.background.schedule import StudyScheduler
 from bot.core.engine import StudyEngine
 from bot.core.scope import OnlyIds, Scope, ShardsOf
 from bot.core.values import (
@@ -26,9 +29,6 @@ from bot.core.values import (
     QuestionCard,
     SuggestionDecided,
 )
-from bot.background.delivery import AsyncSend, Deliverer, wake_or_timeout
-from bot.background.demo_runner import DemoJobRunner
-from bot.background.schedule import StudyScheduler
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)

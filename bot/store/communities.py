@@ -14,8 +14,8 @@ from datetime import datetime
 from sqlalchemy import Table, func, select, text, update
 from sqlmodel import col
 
-from bot.core.community import CommunityConfig
 from bot.core.records import SettingChange
+from bot.core.rules.community import CommunityConfig
 from bot.core.values import CommunityRef
 from bot.store import fast, statements
 from bot.store.database import insert_ignoring
@@ -80,7 +80,7 @@ class CommunitiesRepo(Repo):
         return created
 
     def change_setting(self, community_id: int, change: SettingChange) -> CommunityConfig:
-        """Store one setting (checked by bot/core/community.py's `parse_setting`)."""
+        """Store one setting (checked by bot/core/rules/community.py's `parse_setting`)."""
         if change.column not in _SETTINGS:  # the type says so; a column name reaches SQL
             raise ValueError(f"not a community setting: {change.column!r}")
         self.conn.execute(

@@ -1,4 +1,4 @@
-"""The queries that open many daily rounds in one transaction (bot/core/daily_batch.py): the
+"""The queries that open many daily rounds in one transaction (bot/core/services/daily_batch.py): the
 rounds already open, what each community asked last, the rounds and their outbox rows written
 with one statement each (the communities by key are bot/store/communities.py's).
 

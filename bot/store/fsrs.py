@@ -19,7 +19,7 @@ fitted: Table = CommunityFsrs.__table__  # type: ignore[attr-defined]
 
 def review_answers(conn: Connection, community_id: int) -> list[AnsweredReview]:
     """Every answer of the community to a question one of its members has a review card for:
-    the cards' first misses and their reviews (bot.core.fsrs_params.review_log reads them)."""
+    the cards' first misses and their reviews (bot.core.rules.fsrs_params.review_log reads them)."""
     query = (
         select(
             answers.c.member_id,

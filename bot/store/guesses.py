@@ -1,5 +1,5 @@
 """The queries of guess-then-run: members' guesses of a checkpoint demo's saving, one per
-member and demo (bot/core/guesses.py holds the rules)."""
+member and demo (bot/core/services/guesses.py holds the rules)."""
 
 from __future__ import annotations
 

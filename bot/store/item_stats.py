@@ -1,5 +1,5 @@
 """The item analysis's figures: kept in each answer's own transaction (`count_answer`; what is
-kept is what bot/core/item_analysis.py's `tally` computes), taken out again for /forget-me, and read for the
+kept is what bot/core/rules/item_analysis.py's `tally` computes), taken out again for /forget-me, and read for the
 flags in a few rows; and every answer, one row each, for the recount.
 
 Choices are in the bank file's order."""
@@ -83,7 +83,7 @@ def answer_rows(
 
 
 def question_ratings(conn: Connection) -> dict[str, float]:
-    """The rating each answered question has earned (bot/core/rating.py); the core gives an
+    """The rating each answered question has earned (bot/core/rules/rating.py); the core gives an
     unanswered one its level's starting value."""
     table: Table = QuestionRating.__table__  # type: ignore[attr-defined]
     query = select(table.c.question_id, func.sum(table.c.rating)).group_by(table.c.question_id)  # its rows' sum
@@ -286,7 +286,7 @@ def member_picks(conn: Connection, community_id: int, question_ids: Iterable[str
 
 
 # One question's members ranked by rest-score (their accuracy on the other questions still in
-# the pool), strongest first, ties by member key as text then choice, as bot/core/item_analysis.py
+# the pool), strongest first, ties by member key as text then choice, as bot/core/rules/item_analysis.py
 # ranks them; the first third of the answers (rounded up) counted per choice, the boundary
 # member's answers taken in part. Every figure is an integer but the rest-score, a double
 # divided as Python divides.

@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from bot.core.community import CommunityConfig
 from bot.core.records import DemoJobRecord, OutboxRecord, RoundRecord, SuggestionRecord
+from bot.core.rules.community import CommunityConfig
 
 
 class Repo:

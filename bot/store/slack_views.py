@@ -1,5 +1,5 @@
 """The queries of the views the bot opened (Slack's modals, by the external_id it gave them), so that a
-view_submission for any other view is refused (bot/core/opened_views.py holds the rules)."""
+view_submission for any other view is refused (bot/core/services/opened_views.py holds the rules)."""
 
 from __future__ import annotations
 

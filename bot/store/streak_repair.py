@@ -1,5 +1,5 @@
 """The queries of streak repair: a member's daily history with round ids, and the rounds they
-earned back (bot/core/streak_repair.py holds the rules)."""
+earned back (bot/core/services/streak_repair.py holds the rules)."""
 
 from __future__ import annotations
 

@@ -106,7 +106,7 @@ class Answer(SQLModel, table=True):
     week: str = Field(max_length=8)  # ISO week in the community's time zone, e.g. 2026-W48
     # How sure the member said they were (given once, after the click): "sure" | "unsure", NULL
     # when not said. review_before: the review card (FSRS JSON) before this answer reviewed it,
-    # kept so that the confidence can re-grade that review (bot/core/confidence.py).
+    # kept so that the confidence can re-grade that review (bot/core/services/confidence.py).
     confidence: str | None = Field(default=None, max_length=6)
     review_before: str | None = Field(default=None, max_length=1000)
 
@@ -325,7 +325,7 @@ class QuestionRating(SQLModel, table=True):
 
 class StreakRepair(SQLModel, table=True):
     """A daily round a member missed and earned back for their streak by clearing their due
-    reviews within 48 hours of it (bot/core/streak_repair.py): at most one a week."""
+    reviews within 48 hours of it (bot/core/services/streak_repair.py): at most one a week."""
 
     __tablename__ = "streak_repairs"
     __table_args__ = (UniqueConstraint("member_id", "round_id", name="uq_streak_repair_member_round"),)
@@ -339,7 +339,7 @@ class StreakRepair(SQLModel, table=True):
 
 class DemoGuess(SQLModel, table=True):
     """A member's guess, before the first figure, of how much less peak memory a checkpoint
-    demo's block strategy needs than none: band 0-3 (bot/core/guesses.py). One per member."""
+    demo's block strategy needs than none: band 0-3 (bot/core/services/guesses.py). One per member."""
 
     __tablename__ = "demo_guesses"
     __table_args__ = (UniqueConstraint("job_id", "member_id", name="uq_demo_guess_job_member"),)

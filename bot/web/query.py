@@ -10,7 +10,7 @@ from datetime import date
 
 from bot.core.bank import TOPICS
 from bot.core.errors import InvalidInput
-from bot.core.numbers import ascii_int
+from bot.core.rules.numbers import ascii_int
 
 # A page number: at most this (the board and the bank are 100 rows a page).
 MAX_PAGE = 100_000

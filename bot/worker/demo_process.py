@@ -35,7 +35,7 @@ NOISE = ("USDT", "STAGE:", "[W ", "Warning: ")
 
 # Why a demo failed, as its job stores it. The member's own run: the demo refused it (its
 # estimate or its bounds), it overran the time limit, it needed more memory than its share, or
-# it failed on the way. The bot's side (bot/core/demo_jobs.py BOT_FAILURES): "restart",
+# it failed on the way. The bot's side (bot/core/services/demo_jobs.py BOT_FAILURES): "restart",
 # "unavailable" (Redis down), "worker" (the worker was lost), "bug" (an incident of ours).
 REFUSED, TIMEOUT, MEMORY, FAILED = "refused", "timeout", "memory", "failed"
 STARTUP_S = 15.0  # at most this much of the time limit is left for the child's start-up
@@ -105,7 +105,7 @@ def limited_command(command: list[str], memory_bytes: int) -> list[str]:
     return ["/bin/sh", "-c", f'ulimit -v {kib} && exec "$@"', "demo", *command]
 
 
-# The order a result's charts are shown in, the memory timeline first: bot.core.demo_result's
+# The order a result's charts are shown in, the memory timeline first: bot.core.rules.demo_result's
 # CHART_ORDER (a worker host loads no bot.core; tests/test_demo_request.py compares the two).
 CHART_ORDER = ("timeline", "sweep", "budget", "memory")
 

@@ -3,7 +3,7 @@ review log, in a child process (`python -m bot.worker.fsrs_fit`, the log as JSON
 as JSON on stdout), so neither the bot nor the Celery worker process loads torch itself.
 
 It imports no engine, store or platform: a worker host loads only this, Celery and fsrs.
-The log's rows are [card, rating 1-4, ISO time] (bot.core.fsrs_params.encode_log)."""
+The log's rows are [card, rating 1-4, ISO time] (bot.core.rules.fsrs_params.encode_log)."""
 
 from __future__ import annotations
 

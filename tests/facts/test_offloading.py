@@ -22,8 +22,8 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
     offload_wrapper,
 )
 from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy
-from torch.utils.checkpoint import checkpoint
 from torch.overrides import TorchFunctionMode
+from torch.utils.checkpoint import checkpoint
 from torch.utils.flop_counter import FlopCounterMode
 
 from tests.facts.support import Block, OpCounter, SavedBytes, SavedMeter, make_stack, param_ptrs, run_chain

@@ -9,7 +9,7 @@ week (both enforced by unique keys in the engine), so a restart, a second bot pr
 job run by hand never posts twice. `tick()` runs whatever is due now and is the only thing
 the wake-ups call; at start it is the catch-up: rounds whose window ended are revealed,
 today's round is posted (marked late) if its time passed today, and nothing older comes
-back. The scheduler plans each community's next moments (bot.core.timing) in memory and
+back. The scheduler plans each community's next moments (bot.core.rules.timing) in memory and
 APScheduler 3 (imported only when `start()` is called) holds ONE date job, at the earliest
 of them: when it fires, every community due then is claimed in one pass (one query for their
 settings, one for due reveals) and their daily rounds are opened DAILY_BATCH at a time, each

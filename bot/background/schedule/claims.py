@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.core import scoring, timing
-from bot.core.community import CommunityConfig
 from bot.core.engine import StudyEngine
 from bot.core.errors import StoreUnavailable
+from bot.core.rules import scoring, timing
+from bot.core.rules.community import CommunityConfig
 from bot.core.scope import OnlyIds, Scheduled, Scope
 from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, Notice, Posted, RevealCard
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from bot.core import timing
-from bot.core.community import CommunityConfig
+from bot.core.rules import timing
+from bot.core.rules.community import CommunityConfig
 from bot.core.values import CommunityRef
 
 JobKind = Literal["daily", "reveal", "leaderboard"]

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.core.community import CommunityConfig
 from bot.core.engine import StudyEngine
+from bot.core.rules.community import CommunityConfig
 from bot.core.scope import Scope
 from bot.core.values import CommunityRef, Posted
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from bot.core import scoring
+from bot.core.rules import scoring
 
 from .plans import NextRuns
 

@@ -36,8 +36,8 @@ from pydantic import (
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from bot.core.bank.values import TOPICS, Choice, Question, normalise
-from bot.core.demo_request import parse_question_demo, question_demo_text
 from bot.core.errors import InvalidInput
+from bot.core.rules.demo_request import parse_question_demo, question_demo_text
 
 ID_RE = re.compile(r"^[a-z0-9-]{3,60}$")
 CHECK_RE = re.compile(r"^(?P<file>tests/facts/[A-Za-z0-9_/]+\.py)::(?P<test>[A-Za-z_][A-Za-z0-9_]*)$")

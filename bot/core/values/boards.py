@@ -57,7 +57,7 @@ class RepairOffer:
 class Calibration:
     """Accuracy when sure and when unsure, and the Brier score of those confidences (sure
     counts as 90%, unsure as 50%; 0 is perfect), None below `needed` more answers
-    (bot/core/calibration.py)."""
+    (bot/core/rules/calibration.py)."""
 
     sure: StatsLine
     unsure: StatsLine

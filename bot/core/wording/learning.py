@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from bot.core.rating import MIN_LEVEL_ANSWERS
+from bot.core.rules.rating import MIN_LEVEL_ANSWERS
 from bot.core.values import AlreadyNoted, Calibration, ConfidenceNoted, RepairOffer, ScoreCard, StatsLine
 from bot.core.wording.common import count, percent
 

@@ -46,7 +46,7 @@ def anki_sent(kind: str, notes: int) -> str:
 
 # ------------------------------------------ FSRS fitted to the community
 
-# FSRS fitted to the community (bot/core/fsrs_community.py, `studybot fsrs fit`, /config).
+# FSRS fitted to the community (bot/core/services/fsrs_community.py, `studybot fsrs fit`, /config).
 FSRS_DEFAULTS = "defaults"
 FSRS_FITTED_ON = "fitted on {date} from {reviews:,} reviews"
 FSRS_TOO_FEW = (

@@ -24,11 +24,12 @@ from typing import Any, TextIO
 
 from bot import anki
 from bot.background.bridge import report_incident
-from bot.core import confidence_rules, wording
-from bot.core.anki_export import file_name
-from bot.core.demo_request import parse_demo
+from bot.core import wording
+from bot.core.rules import confidence_rules
+from bot.core.rules.demo_request import parse_demo
+from bot.core.rules.text import MAX_TEXT, clean_name
 from bot.core.scope import OnlyIds
-from bot.core.text import MAX_TEXT, clean_name
+from bot.core.services.anki_export import file_name
 from bot.core.values import (
     AnkiDeck,
     AnswerFeedback,

@@ -8,10 +8,10 @@ from typing import Any
 
 import discord
 
-from bot.core import choices as codec
-from bot.core.confidence_rules import decode_confidence
 from bot.core.engine import StudyEngine
-from bot.core.guesses import decode_guess
+from bot.core.rules import choices as codec
+from bot.core.rules.confidence_rules import decode_confidence
+from bot.core.services.guesses import decode_guess
 from bot.platforms.discord.guard import place
 from bot.platforms.discord.replies import Replies
 

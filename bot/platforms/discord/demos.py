@@ -13,8 +13,8 @@ from typing import Any, Literal
 import discord
 from discord import app_commands
 
-from bot.core.demo_request import PRESETS, decode_demo_button
 from bot.core.engine import StudyEngine
+from bot.core.rules.demo_request import PRESETS, decode_demo_button
 from bot.core.values import DemoProgressCard, DemoQueued
 from bot.platforms.discord import render as layout
 from bot.platforms.discord.commands import Choice, matching

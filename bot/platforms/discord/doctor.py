@@ -9,9 +9,9 @@ import binascii
 import re
 import urllib.error
 
-from bot.doctor.checks import Check, JsonHttp, secret_value
 from bot.config import Settings
-from bot.core.numbers import ascii_int
+from bot.core.rules.numbers import ascii_int
+from bot.doctor.checks import Check, JsonHttp, secret_value
 from bot.platforms.discord import app as discord_app
 
 # The permissions the README's invite link asks for (permissions=117760).

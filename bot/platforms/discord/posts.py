@@ -11,7 +11,7 @@ import logging
 import discord
 
 from bot.core.errors import SendFailed
-from bot.core.numbers import ascii_int
+from bot.core.rules.numbers import ascii_int
 from bot.core.values import ChannelRef, LeaderboardCard, Posted, QuestionCard, RevealCard, SuggestionDecided
 from bot.platforms.discord import render as layout
 from bot.platforms.discord.errors import send_failure

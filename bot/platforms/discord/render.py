@@ -15,12 +15,12 @@ from typing import Any, assert_never
 import discord
 
 from bot import anki
-from bot.core import choices as codec
 from bot.core import wording
-from bot.core.confidence_rules import encode_confidence
-from bot.core.demo_request import encode_demo_button
-from bot.core.guesses import encode_guess
-from bot.core.practice import QUEUE_PREFIX
+from bot.core.rules import choices as codec
+from bot.core.rules.confidence_rules import encode_confidence
+from bot.core.rules.demo_request import encode_demo_button
+from bot.core.services.guesses import encode_guess
+from bot.core.services.practice import QUEUE_PREFIX
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyNoted,

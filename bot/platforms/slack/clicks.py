@@ -16,10 +16,10 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
-from bot.core import choices as codec
-from bot.core.confidence_rules import CONFIDENCE_PREFIX, decode_confidence
-from bot.core.demo_request import DEMO_BUTTON_PREFIX, decode_demo_button
-from bot.core.guesses import GUESS_PREFIX, decode_guess
+from bot.core.rules import choices as codec
+from bot.core.rules.confidence_rules import CONFIDENCE_PREFIX, decode_confidence
+from bot.core.rules.demo_request import DEMO_BUTTON_PREFIX, decode_demo_button
+from bot.core.services.guesses import GUESS_PREFIX, decode_guess
 from bot.core.values import AnswerWithHome, ChannelRef, DemoQueued
 from bot.platforms.slack import handling, render
 from bot.platforms.slack.blocks import escape

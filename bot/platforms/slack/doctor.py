@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from bot.doctor.checks import Check, JsonHttp, secret_value
 from bot.config import Settings
+from bot.doctor.checks import Check, JsonHttp, secret_value
 from bot.platforms.slack.oauth import BOT_SCOPES
 
 MANIFEST = Path(__file__).parent / "manifest.yml"

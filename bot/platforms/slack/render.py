@@ -8,11 +8,11 @@ from __future__ import annotations
 import logging
 from typing import Any, assert_never
 
-from bot.core import choices as codec
 from bot.core import wording
-from bot.core.confidence_rules import encode_confidence
-from bot.core.demo_request import encode_demo_button
-from bot.core.guesses import encode_guess
+from bot.core.rules import choices as codec
+from bot.core.rules.confidence_rules import encode_confidence
+from bot.core.rules.demo_request import encode_demo_button
+from bot.core.services.guesses import encode_guess
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyNoted,

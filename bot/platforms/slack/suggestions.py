@@ -15,8 +15,8 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.core import wording
-from bot.core.practice import QUEUE_PREFIX, decode_decision
 from bot.core.records import OpenedView
+from bot.core.services.practice import QUEUE_PREFIX, decode_decision
 from bot.core.values import Card, ChannelRef, CommunityRef, Notice, SuggestionDecided, SuggestionRefused, UserRef
 from bot.platforms.slack import forms, render
 from bot.platforms.slack.blocks import escape

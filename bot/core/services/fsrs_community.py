@@ -13,9 +13,9 @@ from contextlib import suppress
 from cachetools import TTLCache
 
 from bot.core import wording
-from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.fsrs_params import (
+from bot.core.ports import StoreTx
+from bot.core.rules.fsrs_params import (
     FitRequest,
     FsrsInUse,
     Parameters,
@@ -24,7 +24,7 @@ from bot.core.fsrs_params import (
     review_log,
     valid,
 )
-from bot.core.ports import StoreTx
+from bot.core.services.base import EngineBase, Shared
 from bot.core.values import CommunityRef
 
 log = logging.getLogger(__name__)

@@ -9,18 +9,18 @@ import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from bot.core import choices as codec
-from bot.core import rating as elo
-from bot.core import suggestions as forms
 from bot.core import wording
 from bot.core.bank import TOPICS, Question
-from bot.core.community import CommunityConfig
-from bot.core.engine_base import FORMER_MEMBER, EngineBase, Shared
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.numbers import ascii_int
 from bot.core.ports import StoreTx
 from bot.core.records import SuggestionRecord
-from bot.core.text import clean_name
+from bot.core.rules import choices as codec
+from bot.core.rules import rating as elo
+from bot.core.rules import suggestions as forms
+from bot.core.rules.community import CommunityConfig
+from bot.core.rules.numbers import ascii_int
+from bot.core.rules.text import clean_name
+from bot.core.services.base import FORMER_MEMBER, EngineBase, Shared
 from bot.core.values import (
     ChannelRef,
     CommunityRef,

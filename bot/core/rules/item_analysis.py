@@ -74,7 +74,7 @@ class ItemStats:
     flags: tuple[str, ...]
     suspect_choice: int | None = None  # wrong-key: the wrong choice the strongest members pick
     dead_choices: tuple[int, ...] = ()  # dead-distractor: the choices nobody picks
-    # The question's difficulty rating (logits; bot/core/rating.py), the same number adaptive
+    # The question's difficulty rating (logits; bot/core/rules/rating.py), the same number adaptive
     # practice picks by: None when the caller has no ratings.
     difficulty: float | None = None
 

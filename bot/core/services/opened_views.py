@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from bot.core.engine_base import EngineBase
 from bot.core.records import OpenedView
+from bot.core.services.base import EngineBase
 from bot.core.values import UserRef
 
 log = logging.getLogger(__name__)

@@ -10,17 +10,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from bot.core import scoring, wording
-from bot.core.boards import Boards
-from bot.core.demo_result import outcome_card
-from bot.core.engine_base import EngineBase, Shared
+from bot.core import wording
 from bot.core.errors import NotFound
-from bot.core.guesses import Guesses
-from bot.core.numbers import ascii_int
 from bot.core.ports import StoreTx
-from bot.core.practice import Practice
 from bot.core.records import OutboxRecord
-from bot.core.rounds import Rounds
+from bot.core.rules import scoring
+from bot.core.rules.demo_result import outcome_card
+from bot.core.rules.numbers import ascii_int
+from bot.core.services.base import EngineBase, Shared
+from bot.core.services.boards import Boards
+from bot.core.services.guesses import Guesses
+from bot.core.services.practice import Practice
+from bot.core.services.rounds import Rounds
 from bot.core.values import (
     ChannelRef,
     CommunityRef,

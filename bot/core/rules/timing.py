@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.core import scoring
+from bot.core.rules import scoring
 
 MONDAY = 0
 # A round posted within this long after its moment is on time; later it says it is late.

@@ -7,16 +7,16 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from bot.core import scoring
-from bot.core.calibration import calibration
-from bot.core.community import CommunityConfig
-from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput
-from bot.core.item_analysis import UNANSWERED, ItemStats, TopThirds, flags_kept, wanted_picks
 from bot.core.ports import StoreTx
-from bot.core.practice import Practice
-from bot.core.streak_repair import Streaks
-from bot.core.text import clean_name
+from bot.core.rules import scoring
+from bot.core.rules.calibration import calibration
+from bot.core.rules.community import CommunityConfig
+from bot.core.rules.item_analysis import UNANSWERED, ItemStats, TopThirds, flags_kept, wanted_picks
+from bot.core.rules.text import clean_name
+from bot.core.services.base import EngineBase, Shared
+from bot.core.services.practice import Practice
+from bot.core.services.streak_repair import Streaks
 from bot.core.values import CommunityRef, HomeCard, LeaderboardCard, ScoreCard, StatsLine, UserRef
 
 
@@ -123,7 +123,7 @@ class Boards(EngineBase):
         distractor nobody picks), from its members' answers; unanswered ones are not news.
         It reads the figures kept with every answer (a few rows) and, for the questions few get
         right, their strongest third counted in the store, again only where the answers since
-        the last read could have changed the verdict (bot/core/item_analysis.py)."""
+        the last read could have changed the verdict (bot/core/rules/item_analysis.py)."""
         found = []
         questions = self._pool(tx, community_id)
         ratings = self.practice.difficulty(questions, tx.ratings.question_ratings(q.id for q in questions))

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 
-from bot.core import choices as codec
-from bot.core import pages, wording
-from bot.core.engine_base import EngineBase
+from bot.core import wording
 from bot.core.errors import NotFound
 from bot.core.ports import StoreTx
+from bot.core.rules import choices as codec
+from bot.core.rules import pages
+from bot.core.services.base import EngineBase
 from bot.core.values import AnkiDeck, BankEntry, CommunityRef, Notice, UserRef
 
 # Wrong answers read for an export, newest first; each question becomes one note.

@@ -7,17 +7,17 @@ from __future__ import annotations
 import logging
 
 from bot.core import wording
-from bot.core.boards import Boards
-from bot.core.community import CONFIG_ALIASES, CommunityConfig, parse_setting
-from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.fsrs_community import config_pair
-from bot.core.numbers import ascii_int
-from bot.core.outbox import Outbox
 from bot.core.ports import StoreTx
-from bot.core.practice import Practice
-from bot.core.rounds import Rounds
-from bot.core.text import clean_name
+from bot.core.rules.community import CONFIG_ALIASES, CommunityConfig, parse_setting
+from bot.core.rules.numbers import ascii_int
+from bot.core.rules.text import clean_name
+from bot.core.services.base import EngineBase, Shared
+from bot.core.services.boards import Boards
+from bot.core.services.fsrs_community import config_pair
+from bot.core.services.outbox import Outbox
+from bot.core.services.practice import Practice
+from bot.core.services.rounds import Rounds
 from bot.core.values import (
     AlreadyOpen,
     ChannelRef,

@@ -1,5 +1,5 @@
 """Many daily rounds opened in one unit of work, for the scheduler's pass when thousands of
-communities are due at one moment: the rules of `open_daily` (bot/core/rounds.py), with
+communities are due at one moment: the rules of `open_daily` (bot/core/services/rounds.py), with
 their reads and writes done once per batch instead of once per round. StudyEngine mixes
 this in."""
 
@@ -9,12 +9,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.core import scoring
 from bot.core.bank import Question
-from bot.core.community import CommunityConfig
-from bot.core.engine_base import EngineBase, Shared
 from bot.core.records import NewDaily, NewPost
-from bot.core.rounds import Rounds, channel_daily_key, daily_key, low_bank_note, new_daily
+from bot.core.rules import scoring
+from bot.core.rules.community import CommunityConfig
+from bot.core.services.base import EngineBase, Shared
+from bot.core.services.rounds import Rounds, channel_daily_key, daily_key, low_bank_note, new_daily
 from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, QuestionCard
 
 log = logging.getLogger(__name__)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from bot.core.community import CommunityConfig
-from bot.core.engine_base import EngineBase
+from bot.core.rules.community import CommunityConfig
+from bot.core.rules.timing import as_utc
 from bot.core.scope import Scheduled, Scope
-from bot.core.timing import as_utc
+from bot.core.services.base import EngineBase
 from bot.core.values import CommunityRef
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bot.core import timing, wording
+from bot.core import wording
 from bot.core.bank import TOPICS
 from bot.core.errors import InvalidInput
-from bot.core.numbers import ascii_int
 from bot.core.records import SettingChange
+from bot.core.rules import timing
+from bot.core.rules.numbers import ascii_int
 
 CONFIG_KEYS = ("channel", "timezone", "daily_time", "window_hours", "topics", "paused", "web")
 # What chat commands may say instead (Discord's and Slack's /config use the short names).

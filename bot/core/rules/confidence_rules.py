@@ -1,8 +1,8 @@
 """How sure a member was, as rules: the Sure/Unsure buttons' ids, the words a text answer may
 end in (`b sure`), and the FSRS grade an answer gives its card with its confidence (wrong ->
 Again, right and unsure -> Hard, right and sure -> Easy when quick, else Good). The service
-that records it is bot/core/confidence.py; the FSRS fit grades past answers the same way
-(bot/core/fsrs_params.py)."""
+that records it is bot/core/services/confidence.py; the FSRS fit grades past answers the same way
+(bot/core/rules/fsrs_params.py)."""
 
 from __future__ import annotations
 

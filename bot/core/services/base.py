@@ -15,16 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.core import choices as codec
-from bot.core import suggestions as forms
 from bot.core import wording
 from bot.core.bank import Bank, Question
-from bot.core.community import CommunityConfig
 from bot.core.errors import NotFound
 from bot.core.ports import Links, Store, StoreTx
 from bot.core.records import RoundRecord
-from bot.core.text import clean_name
-from bot.core.timing import as_utc
+from bot.core.rules import choices as codec
+from bot.core.rules import suggestions as forms
+from bot.core.rules.community import CommunityConfig
+from bot.core.rules.text import clean_name
+from bot.core.rules.timing import as_utc
 from bot.core.values import ChannelRef, CommunityRef, LinkVersions, QuestionCard, UserRef
 
 FORMER_MEMBER = "a former member"

@@ -1,23 +1,24 @@
 """The engine's use cases for the study web page: the leaderboard, a member's progress, the
 bank as study material, demos and the admin page, each one read-only unit of work (the
-values come from bot/core/pages.py). StudyEngine (bot/core/engine.py) mixes this in."""
+values come from bot/core/rules/pages.py). StudyEngine (bot/core/engine.py) mixes this in."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from bot.core import pages, scoring, wording
+from bot.core import wording
 from bot.core.bank import TOPICS
-from bot.core.boards import Boards
-from bot.core.calibration import calibration
-from bot.core.community import CommunityConfig
-from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.fsrs_community import config_pair
-from bot.core.outbox import Outbox
 from bot.core.ports import StoreTx
-from bot.core.text import clean_name
-from bot.core.timing import as_utc
+from bot.core.rules import pages, scoring
+from bot.core.rules.calibration import calibration
+from bot.core.rules.community import CommunityConfig
+from bot.core.rules.text import clean_name
+from bot.core.rules.timing import as_utc
+from bot.core.services.base import EngineBase, Shared
+from bot.core.services.boards import Boards
+from bot.core.services.fsrs_community import config_pair
+from bot.core.services.outbox import Outbox
 from bot.core.values import (
     AdminPage,
     BankPage,

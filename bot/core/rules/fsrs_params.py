@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 from fsrs import Rating
 from fsrs.scheduler import DEFAULT_PARAMETERS, LOWER_BOUNDS_PARAMETERS, UPPER_BOUNDS_PARAMETERS
 
-from bot.core.confidence_rules import grade
 from bot.core.records import AnsweredReview, FsrsFit
+from bot.core.rules.confidence_rules import grade
 
 Parameters = tuple[float, ...]
 
@@ -46,7 +46,7 @@ class FsrsInUse:
 
 
 def rating_of(answer: AnsweredReview) -> Rating:
-    """The grade the answer gave its card, as bot.core.confidence grades it: wrong -> Again,
+    """The grade the answer gave its card, as bot.core.services.confidence grades it: wrong -> Again,
     right and unsure -> Hard, right and sure -> Good (Easy when fast on a review), right
     without a confidence -> Good."""
     sure = None if answer.confidence is None else answer.confidence == "sure"

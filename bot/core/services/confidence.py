@@ -1,6 +1,6 @@
 """How sure a member was of an answer: given once, after the click (the Sure / Unsure buttons
 of the private feedback) or with the answer (the console's `b sure`); it changes no points.
-The Confidence service records it; its rules are bot/core/confidence_rules.py.
+The Confidence service records it; its rules are bot/core/rules/confidence_rules.py.
 
 The FSRS grade of a review follows it: wrong -> Again, right and unsure -> Hard, right and
 sure -> Good, right and sure within FAST of the review being shown -> Easy; an answer without
@@ -16,16 +16,16 @@ from datetime import datetime, timedelta
 
 from fsrs import Rating
 
-from bot.core import review as spaced
 from bot.core import wording
-from bot.core.confidence_rules import decode_confidence, grade
-from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.fsrs_community import CommunityFsrs
 from bot.core.ports import StoreTx
 from bot.core.records import ConfidenceContext
-from bot.core.rounds import Rounds
-from bot.core.timing import as_utc
+from bot.core.rules import review as spaced
+from bot.core.rules.confidence_rules import decode_confidence, grade
+from bot.core.rules.timing import as_utc
+from bot.core.services.base import EngineBase, Shared
+from bot.core.services.fsrs_community import CommunityFsrs
+from bot.core.services.rounds import Rounds
 from bot.core.values import (
     AlreadyNoted,
     ConfidenceNoted,

@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.core import scoring
-from bot.core.community import CommunityConfig
-from bot.core.engine_base import EngineBase
 from bot.core.ports import StoreTx
 from bot.core.records import DailyOutcome
-from bot.core.timing import as_utc
+from bot.core.rules import scoring
+from bot.core.rules.community import CommunityConfig
+from bot.core.rules.timing import as_utc
+from bot.core.services.base import EngineBase
 from bot.core.values import RepairOffer
 
 REPAIR_WINDOW = timedelta(hours=48)  # from the missed round's close

@@ -12,12 +12,12 @@ from dataclasses import replace
 from typing import Any
 
 from bot.core import wording
-from bot.core.demo_request import DEFAULT_STRATEGIES
-from bot.core.engine_base import EngineBase
 from bot.core.errors import InvalidInput
-from bot.core.numbers import ascii_int
 from bot.core.ports import StoreTx
 from bot.core.records import DemoJobRecord
+from bot.core.rules.demo_request import DEFAULT_STRATEGIES
+from bot.core.rules.numbers import ascii_int
+from bot.core.services.base import EngineBase
 from bot.core.values import ChannelRef, DemoFailedCard, DemoResultCard, Notice, UserRef
 
 log = logging.getLogger(__name__)

@@ -10,21 +10,22 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.core import choices as codec
-from bot.core import review as spaced
-from bot.core import scoring, wording
+from bot.core import wording
 from bot.core.bank import Question
-from bot.core.boards import Boards
-from bot.core.community import CommunityConfig
-from bot.core.engine_base import EngineBase, Shared
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.fsrs_community import CommunityFsrs
 from bot.core.ports import StoreTx
-from bot.core.practice import Practice
 from bot.core.records import NewAnswer, NewDaily, RoundRecord
-from bot.core.streak_repair import Streaks
-from bot.core.text import MAX_TEXT, clean_name, looks_like_any_letter, looks_like_letter, parse_choice
-from bot.core.timing import as_utc, daily_moment
+from bot.core.rules import choices as codec
+from bot.core.rules import review as spaced
+from bot.core.rules import scoring
+from bot.core.rules.community import CommunityConfig
+from bot.core.rules.text import MAX_TEXT, clean_name, looks_like_any_letter, looks_like_letter, parse_choice
+from bot.core.rules.timing import as_utc, daily_moment
+from bot.core.services.base import EngineBase, Shared
+from bot.core.services.boards import Boards
+from bot.core.services.fsrs_community import CommunityFsrs
+from bot.core.services.practice import Practice
+from bot.core.services.streak_repair import Streaks
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,
@@ -224,7 +225,7 @@ class Rounds(EngineBase):
                 return AlreadyAnswered(round_id=round_id, number=row.number, chosen=letter(chosen or 0))
             self._schedule_review(tx, row, member_id, question.id, correct, now, miss_card, parameters)
             self.practice.rate(tx, member_id, question, correct)
-            # a review that leaves none due may earn back a missed day (bot/core/streak_repair.py)
+            # a review that leaves none due may earn back a missed day (bot/core/services/streak_repair.py)
             repaired = self.streaks.repair(tx, row.community_id, member_id, now) if row.kind == "review" else None
             return points, bonus, repaired
 

@@ -12,7 +12,7 @@ import re
 
 from bot.core import wording
 from bot.core.errors import InvalidInput
-from bot.core.numbers import ascii_int
+from bot.core.rules.numbers import ascii_int
 from bot.core.values import DemoRequest
 
 DEMOS = ("checkpoint", "estimate")

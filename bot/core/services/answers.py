@@ -4,7 +4,7 @@ channel's round, a reply to a question post or in its thread, any of them ending
 the member was). Each platform makes one of these calls per event; Slack asks for the member's
 refreshed Home with the answer (`home=True`), still one call.
 
-Rounds decides and scores (bot/core/rounds.py); Confidence records how sure (confidence.py);
+Rounds decides and scores (bot/core/services/rounds.py); Confidence records how sure (confidence.py);
 Boards reads the Home (boards.py). This service only composes them."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import logging
 from dataclasses import replace
 from typing import Literal, overload
 
-from bot.core import choices as codec
 from bot.core import wording
-from bot.core.boards import Boards
-from bot.core.confidence import Confidence
-from bot.core.confidence_rules import split_confidence
 from bot.core.errors import InvalidInput
-from bot.core.rounds import Rounds
+from bot.core.rules import choices as codec
+from bot.core.rules.confidence_rules import split_confidence
+from bot.core.services.boards import Boards
+from bot.core.services.confidence import Confidence
+from bot.core.services.rounds import Rounds
 from bot.core.values import (
     AlreadyAnswered,
     AnswerFeedback,
