@@ -2,9 +2,9 @@
 asserts nothing on time.
 
 Each seed simulates a community whose members' memory follows known FSRS parameters
-(bot/core/fsrs_simulation.py: first misses on random days, reviews on their due day or a few
-days late, grades Again / Hard / Good / Easy), holds a quarter of the cards out, and fits on
-the rest exactly as the worker does (`python -m bot.worker.fsrs_fit`, a child process with torch).
+(tests/fsrs_simulation.py, shared with the fit's tests: first misses on random days, reviews
+on their due day or a few days late, grades Again / Hard / Good / Easy), holds a quarter of
+the cards out, and fits on the rest exactly as the worker does (`python -m bot.worker.fsrs_fit`, a child process with torch).
 It reports the log loss of recall on the held-out reviews for: the defaults, the fitted
 parameters, a fit on the same log graded pass/fail only (Again / Good, as the bot grades
 without confidence; evaluated on pass/fail grades), and the true parameters; and the fit's time
@@ -23,10 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.core.fsrs_simulation import TRUE_PARAMETERS, binary, simulate  # noqa: E402
-
-from bot.core.rules.fsrs_params import counted_reviews, encode_log, log_loss  # noqa: E402
+from bot.core.rules.fsrs_params import counted_reviews, encode_log  # noqa: E402
 from bot.worker.fsrs_fit import run_fit_process  # noqa: E402
+from tests.fsrs_simulation import TRUE_PARAMETERS, binary, log_loss, simulate  # noqa: E402
 
 log = logging.getLogger("bench.learning")
 

@@ -1,5 +1,5 @@
 """A seeded simulation of a community's review log, and the log loss that scores a fit on it,
-for the fit's tests (tests/test_fsrs_fit.py).
+for the fit's tests (tests/test_fsrs_fit.py) and bench/learning.py.
 
 Members miss questions on random days; each miss starts a card that the bot schedules with
 the default parameters, as it does before a fit, and the member reviews it on its due day or
