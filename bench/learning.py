@@ -4,7 +4,8 @@ asserts nothing on time.
 Each seed simulates a community whose members' memory follows known FSRS parameters
 (tests/fsrs_simulation.py, shared with the fit's tests: first misses on random days, reviews
 on their due day or a few days late, grades Again / Hard / Good / Easy), holds a quarter of
-the cards out, and fits on the rest exactly as the worker does (`python -m bot.worker.fsrs_fit`, a child process with torch).
+the cards out, and fits on the rest exactly as the worker does (`python -m bot.worker.fsrs_fit`,
+a child process with torch).
 It reports the log loss of recall on the held-out reviews for: the defaults, the fitted
 parameters, a fit on the same log graded pass/fail only (Again / Good, as the bot grades
 without confidence; evaluated on pass/fail grades), and the true parameters; and the fit's time
