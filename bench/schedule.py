@@ -125,7 +125,7 @@ async def run(url: str, n: int, lead_s: float) -> None:
 
     sent: list[datetime] = []
 
-    async def count(_channel: ChannelRef, card: Posted) -> str:
+    async def count(_channel: ChannelRef, _card: Posted) -> str:
         sent.append(datetime.now(UTC))
         return f"m{len(sent)}"
 

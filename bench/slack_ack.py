@@ -32,7 +32,8 @@ async def run(clicks: int, concurrency: int) -> None:
         url = f"sqlite:///{Path(folder) / 'bench.db'}"
         upgrade(url)
         fake = await FakeSlack().start()
-        slack, database = await start_slack(fake, url, load_bank(TEST_BANK), FakeClock(datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc)))
+        clock = FakeClock(datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc))
+        slack, database = await start_slack(fake, url, load_bank(TEST_BANK), clock)
         slack.engine.admin.config(CommunityRef("slack", "T1"), "channel", "C1")
         try:
             round_id, ts = await slack.open_daily()

@@ -87,6 +87,8 @@ HABITS = ("daily", "daily", "daily", "rare", "rare", "double", "late", "practice
 
 @dataclass(frozen=True)
 class Member:
+    """A simulated member: where they study, their habit (daily, rare, late...) and their skill."""
+
     platform: str
     community: str
     user: str
@@ -110,6 +112,8 @@ class Fault:
 
 @dataclass(frozen=True)
 class Plan:
+    """The soak's whole run, drawn from its seed: the members, the faults and the admins' actions."""
+
     seed: int
     days: int
     members: tuple[Member, ...]
@@ -239,6 +243,8 @@ def draw(*parts: object) -> random.Random:
 
 
 class Clock:
+    """The child's clock, moved by hand through the simulated days."""
+
     def __init__(self, now: datetime) -> None:
         self.now = now
 
@@ -728,6 +734,8 @@ class Outage:
 
 @dataclass
 class Tally:
+    """What the parent counted while the run went: faults injected, restarts, demo answers, times."""
+
     kills: int = 0
     db: int = 0
     restarts: int = 0
@@ -956,7 +964,9 @@ def check(args: argparse.Namespace, work: Path, tally: Tally) -> Report:
         else:
             stuck += 1
             problems.append(f"{row.kind} {row.key} on {community.platform}: still {row.state} at the end")
-    alerts = {c.platform: engine.outbox.undelivered(CommunityRef(c.platform, c.external_id)) for c in communities.values()}
+    alerts = {
+        c.platform: engine.outbox.undelivered(CommunityRef(c.platform, c.external_id)) for c in communities.values()
+    }
     failed_per = Counter(by_id[r.community_id].platform for r in outbox if r.state == "failed")
     for platform, count in failed_per.items():
         gave_up_alerts = [a for a in alerts[platform] if "gave up" in a]

@@ -1,3 +1,5 @@
+"""`python -m bot`: the `studybot` command line (bot/cli)."""
+
 from __future__ import annotations
 
 from bot.cli import main

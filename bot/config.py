@@ -79,6 +79,8 @@ def web_secret_problem(secret: str) -> str | None:
 
 
 class Settings(BaseSettings):
+    """The process's settings, read from STUDYBOT_* variables and .env (docs/configuration.md)."""
+
     # env_ignore_empty: a blank line copied from .env.example (SLACK_BOT_TOKEN=) means "not set".
     model_config = SettingsConfigDict(env_prefix="STUDYBOT_", env_file=".env", extra="ignore", env_ignore_empty=True)
 

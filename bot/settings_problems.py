@@ -8,6 +8,7 @@ schema (its type and bounds), so a new setting needs no wording here."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import logging
@@ -90,10 +91,8 @@ def _shown(value: Any, field: str = "") -> str:
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
-        try:
+        with contextlib.suppress(ArgumentError):
             text = make_url(text).render_as_string(hide_password=True)
-        except ArgumentError:
-            pass
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
@@ -163,11 +162,14 @@ def env_file_problem(path: Path) -> str | None:
         return f"{path} cannot be read ({exc.strerror}): check its permissions."
     unparsed = _Unparsed()
     logger = logging.getLogger("dotenv.main")
+    level = logger.level
+    logger.setLevel(logging.WARNING)  # heard even when the process logs only errors; the filter keeps it quiet
     logger.addFilter(unparsed)
     try:
         dotenv_values(stream=io.StringIO(text), interpolate=False)
     finally:
         logger.removeFilter(unparsed)
+        logger.setLevel(level)
     if not unparsed.lines:
         return None
     lines = text.splitlines()

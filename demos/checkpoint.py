@@ -97,6 +97,8 @@ MIB = 1024**2
 
 @dataclass(frozen=True)
 class DemoConfig:
+    """One demo run's settings: the model, its size, the strategies and where it runs."""
+
     model: str = "blocks"
     layers: int = 9
     tokens: int = 512
@@ -189,7 +191,7 @@ def _help_epilog() -> str:
     )
 
 
-def parse_args(argv: Sequence[str] | None) -> DemoConfig:
+def parse_args(argv: Sequence[str] | None) -> DemoConfig:  # noqa: C901 - one check per option
     """Validate the command line; raises :class:`BadInput` with one sentence."""
     p = _Parser(
         prog="python -m demos.checkpoint",

@@ -109,7 +109,7 @@ def _register_cuda_like_attention() -> None:
         key: torch.Tensor,
         value: torch.Tensor,
         attention_mask: torch.Tensor | None,
-        dropout: float = 0.0,
+        dropout: float = 0.0,  # noqa: ARG001 - transformers' signature; the demo runs without dropout
         **kwargs: Any,
     ) -> Any:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=0.0, **kwargs)

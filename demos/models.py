@@ -160,6 +160,8 @@ PRESETS: dict[str, TransformerConfig] = {
 
 
 class RMSNorm(nn.Module):
+    """Root-mean-square layer norm (Llama's), with a learned scale."""
+
     def __init__(self, width: int, eps: float = 1e-5) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(width))
@@ -176,6 +178,8 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 
 class Attention(nn.Module):
+    """Causal self-attention, GPT-2's (biases) or Llama's (rotary, grouped key/value heads)."""
+
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.heads = cfg.heads
@@ -208,6 +212,8 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
+    """The block's feed-forward: GPT-2's GELU MLP or Llama's gated SwiGLU."""
+
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.gated = cfg.style == "llama"
@@ -227,6 +233,8 @@ class MLP(nn.Module):
 
 
 class DecoderBlock(nn.Module):
+    """One pre-norm transformer block: attention, then the MLP, each with its residual."""
+
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         norm: type[nn.Module] = RMSNorm if cfg.style == "llama" else nn.LayerNorm
@@ -262,10 +270,7 @@ class TransformerLM(nn.Module):
         if self.pos is not None:
             x = x + self.pos(torch.arange(ids.shape[1], device=ids.device))
         for block in self.blocks:
-            if checkpoint_blocks:
-                x = checkpoint(block, x, use_reentrant=False)
-            else:
-                x = block(x)
+            x = checkpoint(block, x, use_reentrant=False) if checkpoint_blocks else block(x)
         logits = self.head(self.norm(x))
         return F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
 

@@ -76,7 +76,9 @@ def cuda_kernels() -> Iterator[None]:
     """
     dropout, sdpa = F.dropout, F.scaled_dot_product_attention
 
-    def fused_dropout(x: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> torch.Tensor:
+    def fused_dropout(  # F.dropout's signature; `inplace` is accepted and not needed
+        x: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False  # noqa: ARG001
+    ) -> torch.Tensor:
         if not training or p == 0.0:
             return x
         out: torch.Tensor = torch.native_dropout(x, p, True)[0]
@@ -139,6 +141,8 @@ def apply_policies(model: nn.Module, layers: list[nn.Module], assignment: list[s
 
 @dataclass(frozen=True)
 class LiveTensor:
+    """A tensor alive at the traced step's peak: its size, phase, region and the op that made it."""
+
     shape: tuple[int, ...]
     dtype: str
     nbytes: int
@@ -320,7 +324,7 @@ def _grad_bytes(params: list[nn.Parameter]) -> int:
     return sum(p.grad.untyped_storage().nbytes() for p in params if p.grad is not None)
 
 
-def trace_step(built: Built, ids: torch.Tensor, autocast: bool) -> StepTrace:
+def trace_step(built: Built, ids: torch.Tensor, autocast: bool) -> StepTrace:  # noqa: C901 - the hooks close over it
     """Trace forward and backward of ``built`` on ``ids`` (fake or real tensors alike)."""
     n = len(built.layers)
     meter = PlanMeter()
@@ -345,23 +349,23 @@ def trace_step(built: Built, ids: torch.Tensor, autocast: bool) -> StepTrace:
 
     for j, layer in enumerate(built.layers):
 
-        def pre(module: nn.Module, args: Any, kwargs: Any, j: int = j) -> None:
+        def pre(_module: nn.Module, args: Any, kwargs: Any, j: int = j) -> None:
             if meter.phase != FORWARD:
                 return
             before[j] = meter.live_bytes
             meter.region = "layers"
             x = _first_tensor((args, kwargs))
             if x is not None and x.requires_grad:
-                x.register_hook(lambda g, j=j: end_window(j))
+                x.register_hook(lambda _grad, j=j: end_window(j))
 
-        def post(module: nn.Module, args: Any, kwargs: Any, out: Any, j: int = j) -> None:
+        def post(_module: nn.Module, _args: Any, _kwargs: Any, out: Any, j: int = j) -> None:
             if meter.phase != FORWARD:
                 return
             after[j] = meter.live_bytes
             meter.region = "head" if j == n - 1 else "layers"
             y = _first_tensor(out)
             if y is not None and y.requires_grad:
-                y.register_hook(lambda g, j=j: start_window(j))
+                y.register_hook(lambda _grad, j=j: start_window(j))
 
         handles.append(layer.register_forward_pre_hook(pre, with_kwargs=True))
         handles.append(layer.register_forward_hook(post, with_kwargs=True))
@@ -432,6 +436,8 @@ def _null() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Request:
+    """What the planner is asked: a model, batch, sequence, dtype, optimizer, shards and GPU size."""
+
     model: str
     batch: int
     seq: int
@@ -543,6 +549,8 @@ def _static(req: Request, built: Built) -> Static:
 
 @dataclass(frozen=True)
 class PolicyCost:
+    """One checkpoint policy's price per layer: bytes kept, FLOPs recomputed, bytes moved."""
+
     policy: str
     saved_per_layer: int  # on the GPU
     recomputed_flops_per_layer: int
@@ -552,6 +560,8 @@ class PolicyCost:
 
 @dataclass
 class Stats:
+    """What the traces measured, from which the planner prices every split of the layers."""
+
     layers: int
     costs: dict[str, PolicyCost]
     window: dict[str, list[int]]  # per policy: the layer's backward peak, FSDP-adjusted, minus j*s
@@ -626,6 +636,8 @@ def order_for(stats: Stats, counts: dict[str, int]) -> list[str]:
 
 @dataclass(frozen=True)
 class Point:
+    """One split of the layers among the policies, with its peak and its cost."""
+
     counts: dict[str, int]
     peak_bytes: int  # the whole step per GPU, static included
     recomputed_flops: int
@@ -690,6 +702,8 @@ def choose(points: list[Point], usable: int) -> Point | None:
 
 @dataclass(frozen=True)
 class Plan:
+    """The planner's answer: whether the step fits, the split chosen, its code and its figures."""
+
     request: dict[str, Any]
     preset: str
     source: str
@@ -784,7 +798,7 @@ def plan(req: Request) -> Plan:
     base = dict(
         request=asdict(req),
         preset=req.model,
-        source=_source(req, preset),
+        source=_source(preset),
         layers=stats.layers,
         usable_bytes=usable,
         margin_gib=req.margin,
@@ -819,7 +833,7 @@ def plan(req: Request) -> Plan:
             **base,
         )
     assignment = order_for(stats, pick.counts)
-    code = emit_code(req, preset, assignment)
+    code = emit_code(preset, assignment)
     if len(set(assignment)) == 1 and assignment[0] in stats.traces:
         traced, built_static = stats.traces[assignment[0]], static  # already traced whole, with the same code
     else:
@@ -869,7 +883,7 @@ def plan(req: Request) -> Plan:
     )
 
 
-def _source(req: Request, preset: Preset) -> str:
+def _source(preset: Preset) -> str:
     if preset.family == "torch-test":
         from demos.plan_models import _sac_test_model
 
@@ -886,7 +900,7 @@ def trace_plan(req: Request, preset: Preset, assignment: list[str]) -> tuple[Ste
         torch.manual_seed(0)
         built = make_model(req, preset)
         static = _static(req, built)
-        run_emitted(emit_code(req, preset, assignment, offload_as="none"), built.model)
+        run_emitted(emit_code(preset, assignment, offload_as="none"), built.model)
         t = trace_step(built, _ids(req, preset), req.dtype == "bf16-autocast")
     return t, static
 
@@ -913,7 +927,7 @@ def explain_peak(t: StepTrace, req: Request, preset: Preset, optimizer: bool) ->
 # -- the code that applies the plan ------------------------------------------------------
 
 
-def emit_code(req: Request, preset: Preset, assignment: list[str], offload_as: str = "offload") -> str:
+def emit_code(preset: Preset, assignment: list[str], offload_as: str = "offload") -> str:
     """Python that applies ``assignment`` to ``model`` (runs as printed; ``model`` must exist)."""
     counts = {p: assignment.count(p) for p in POLICIES if assignment.count(p)}
     uniform = len(counts) == 1
@@ -1057,7 +1071,7 @@ def check_on_cpu(req: Request, assignment: list[str], factor: int = 8) -> Check:
     with cuda_kernels():
         torch.manual_seed(0)
         built = make_model(small, preset)
-        run_emitted(emit_code(small, preset, kept), built.model)
+        run_emitted(emit_code(preset, kept), built.model)
         ids = _ids(small, preset)
         with profiler_allocations() as trace:
             real = trace_step(built, ids, req.dtype == "bf16-autocast")
@@ -1093,7 +1107,7 @@ def measure_on_cuda(req: Request, assignment: list[str]) -> dict[str, Any]:
     with torch.device(device):
         built = make_model(req, preset)
     kept = ["none" if p == "offload" else p for p in assignment]
-    run_emitted(emit_code(req, preset, kept), built.model)
+    run_emitted(emit_code(preset, kept), built.model)
     ids = _ids(req, preset).to(device)
     params = [p for p in built.model.parameters() if p.requires_grad]
     opt: torch.optim.Optimizer
@@ -1278,7 +1292,7 @@ def _number(name: str, text: str, zero: bool = False) -> float:
         value = float(text)
     except ValueError:
         raise BadInput(f"{name} must be a number of GiB, not {text!r}.") from None
-    if not (0 <= value if zero else 0 < value) or value > 1e6 or value != value:
+    if not (value >= 0 if zero else value > 0) or value > 1e6 or value != value:
         raise BadInput(f"{name} must be a positive number of GiB, not {text}.")
     return value
 

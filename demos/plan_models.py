@@ -292,6 +292,8 @@ class _SacFeedForward(nn.Module):
 
 
 class SacTestBlock(nn.Module):
+    """One block of common_dtensor's test Transformer: layer norms, attention and feed-forward."""
+
     def __init__(self, a: _SacTestArgs) -> None:
         super().__init__()
         self.attention_norm = nn.LayerNorm(a.dim)

@@ -11,6 +11,8 @@ from demos.memory import Timeline
 
 @dataclass(frozen=True)
 class StrategyResult:
+    """One strategy's measured step: its peak, the bytes saved, its time, and whether grads match."""
+
     strategy: str
     peak_bytes: int
     peak_check_bytes: int | None
@@ -49,6 +51,8 @@ class Theory:
 
 @dataclass(frozen=True)
 class DemoReport:
+    """A demo run's report: the machine, the model and each strategy's results."""
+
     device: str
     torch: str
     model: str

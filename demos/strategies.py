@@ -104,7 +104,7 @@ class MatmulSavePolicy:
     ops: frozenset[Any] = field(default_factory=lambda: frozenset(SAVED_OPS + ATTENTION_OPS))
     saved: int = 0
 
-    def __call__(self, ctx: Any, op: Any, *args: Any, **kwargs: Any) -> CheckpointPolicy:
+    def __call__(self, ctx: Any, op: Any, *_args: Any, **_kwargs: Any) -> CheckpointPolicy:
         if op in self.ops:
             if not ctx.is_recompute:
                 self.saved += 1
@@ -128,7 +128,7 @@ def _segment(layers: list[nn.Module]) -> Callable[[torch.Tensor], torch.Tensor]:
     return run
 
 
-def make_forward(
+def make_forward(  # noqa: C901 - one branch per strategy
     model: nn.Sequential,
     strategy: str,
     policy: MatmulSavePolicy | None = None,

@@ -70,7 +70,7 @@ def examples(full: int) -> int:
     return full if share >= 1 else max(10, round(full * share))
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header() -> str:  # pluggy passes a hook only the arguments it names
     return f"hypothesis profile: {HYPOTHESIS_PROFILE} (STUDYBOT_HYPOTHESIS_PROFILE; ci under CI=true)"
 
 
@@ -93,14 +93,14 @@ def _contract_kept(phase: str) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_setup() -> Iterator[None]:
     ledger.take()  # a violation left by an earlier test's last moments is that test's, reported there
     yield
     _contract_kept("setup")
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_call() -> Iterator[None]:
     """A test fails when a fake saw a contract violation (Discord's OpenAPI document, Slack's
     Block Kit models and Web API methods) while it ran."""
     yield
@@ -108,7 +108,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+def pytest_runtest_teardown() -> Iterator[None]:
     yield
     _contract_kept("teardown")
 
@@ -394,9 +394,8 @@ class PostgresDatabases:
             names = conn.execute(text("SELECT datname FROM pg_database")).scalars().all()
         for name in names:
             parts = name.removeprefix(self.family).split("_")
-            if name.startswith(self.family) and len(parts) == 3 and parts[1].isdigit():
-                if not _alive(int(parts[1])):
-                    self.drop(name)
+            if name.startswith(self.family) and len(parts) == 3 and parts[1].isdigit() and not _alive(int(parts[1])):
+                self.drop(name)
 
     def _migrate_template(self) -> None:
         if not self._migrated:
@@ -581,7 +580,7 @@ def run_studybot(
     def work() -> None:
         try:
             result.append(invoke_studybot(args, tmp_path, env, stdin))
-        except BaseException as exc:  # handed to the test
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread, which raises it
             failure.append(exc)
 
     worker = threading.Thread(target=work, name="studybot-cli")

@@ -57,7 +57,7 @@ class AllowedImportsContract(Contract):
         contract_utils.AlertLevel, default=contract_utils.AlertLevel.ERROR
     )
 
-    def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
+    def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:  # noqa: ARG002 - import-linter's
         removal = contract_utils.remove_ignored_imports_and_report(
             graph=graph,
             ignore_imports=self.ignore_imports,
@@ -105,7 +105,7 @@ class AcyclicModulesContract(Contract):
         contract_utils.AlertLevel, default=contract_utils.AlertLevel.ERROR
     )
 
-    def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
+    def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:  # noqa: ARG002 - import-linter's
         removal = contract_utils.remove_ignored_imports_and_report(
             graph=graph,
             ignore_imports=self.ignore_imports,

@@ -307,8 +307,9 @@ async def get(url: str) -> tuple[int, dict[str, str], bytes]:
         return response.status, dict(response.headers), await response.read()
 
 
+@pytest.mark.usefixtures("clock")
 async def test_the_web_page_links_a_members_misses_and_the_revealed_bank(
-    web: tuple[StudyEngine, WebLinks, str], tmp_path: Path, clock: FakeClock
+    web: tuple[StudyEngine, WebLinks, str], tmp_path: Path
 ) -> None:
     engine, links, base = web
     community = CommunityRef("console", "club")

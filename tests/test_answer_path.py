@@ -154,9 +154,8 @@ async def test_errors_come_back_to_their_caller_and_the_bridge_keeps_serving() -
     bridge.close()
 
 
-async def test_a_caller_cancelled_while_its_answer_is_written_keeps_that_answer_once(
-    engine: StudyEngine, test_bank: Bank
-) -> None:
+@pytest.mark.usefixtures("test_bank")
+async def test_a_caller_cancelled_while_its_answer_is_written_keeps_that_answer_once(engine: StudyEngine) -> None:
     bridge = Bridge(threads=4)
     card = open_round(engine)
     gate = Gate()
@@ -174,9 +173,8 @@ async def test_a_caller_cancelled_while_its_answer_is_written_keeps_that_answer_
     bridge.close()
 
 
-async def test_a_caller_cancelled_while_queued_stores_nothing_and_its_next_click_counts(
-    engine: StudyEngine, test_bank: Bank
-) -> None:
+@pytest.mark.usefixtures("test_bank")
+async def test_a_caller_cancelled_while_queued_stores_nothing_and_its_next_click_counts(engine: StudyEngine) -> None:
     bridge = Bridge(threads=1)
     card = open_round(engine)
     blocker = Gate()
@@ -446,7 +444,9 @@ async def test_a_forked_child_opens_its_own_connections(db_url: str, test_bank: 
     engine = StudyEngine(SqlStore(db), test_bank, clock=clock)
     card = open_round(engine)
     bridge = Bridge(threads=4)
-    first = await asyncio.gather(*(bridge.call(engine.rounds.answer, user(f"p{i}"), card.round_id, 0) for i in range(8)))
+    first = await asyncio.gather(
+        *(bridge.call(engine.rounds.answer, user(f"p{i}"), card.round_id, 0) for i in range(8))
+    )
     assert all(isinstance(a, AnswerFeedback) for a in first)
     with db.read() as outer, db.read() as inner:  # the parent holds one and has one in its pool
         outer.execute(text("SELECT 1"))
@@ -512,11 +512,10 @@ def test_a_write_on_a_connection_a_read_used_is_still_one_transaction(postgres_d
     db = postgres_db
     with db.read() as conn:
         reader = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
-    with pytest.raises(LookupError):
-        with db.write() as conn:
-            assert conn.execute(text("SELECT pg_backend_pid()")).scalar_one() == reader  # the same one
-            conn.execute(text("INSERT INTO notes (body) VALUES ('half')"))
-            raise LookupError("the unit fails after its first statement")
+    with pytest.raises(LookupError), db.write() as conn:
+        assert conn.execute(text("SELECT pg_backend_pid()")).scalar_one() == reader  # the same one
+        conn.execute(text("INSERT INTO notes (body) VALUES ('half')"))
+        raise LookupError("the unit fails after its first statement")
     assert notes(db) == []
 
 
@@ -559,7 +558,9 @@ async def test_a_question_rating_is_its_start_plus_every_answers_change(engine: 
         assert analysis_ratings(conn) == {question.id: pytest.approx(replay.value)}
 
     bridge = Bridge(threads=8)
-    burst = await asyncio.gather(*(bridge.call(engine.rounds.answer, user(f"b{i}"), card.round_id, i % 3) for i in range(60)))
+    burst = await asyncio.gather(
+        *(bridge.call(engine.rounds.answer, user(f"b{i}"), card.round_id, i % 3) for i in range(60))
+    )
     assert all(isinstance(a, AnswerFeedback) for a in burst)
     with engine.store.read() as tx:
         assert tx.ratings.question_ratings((question.id,))[question.id][1] == 100

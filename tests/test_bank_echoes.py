@@ -109,7 +109,10 @@ def test_reviewed_echoes_problems_are_reported_at_their_line(tmp_path: Path) -> 
     bank = write_bank(tmp_path, LOG_N, echoes=echoes)
     listing = bank / "reviewed-echoes.yaml"
     problems = collect([bank], root=ROOT)[1]
-    assert f"{listing}:1: `why` must say in one sentence (at least 30 characters) why the echo does not give the key away" in problems
+    assert (
+        f"{listing}:1: `why` must say in one sentence (at least 30 characters) why the echo does not give the key away"
+        in problems
+    )
     assert f"{listing}:4: unknown question id 'no-such-id'" in problems
     assert f"{listing}:7: an entry names its `question` and the `words` lint reported" in problems
 

@@ -12,7 +12,9 @@ from tests.conftest import ROOT
 WHY = "This explanation is long enough to pass the forty character rule."
 
 
-def hinted(qid: str, hint: str, right: str = "it replays the saved RNG state", prompt: str = "Why does dropout match?") -> str:
+def hinted(
+    qid: str, hint: str, right: str = "it replays the saved RNG state", prompt: str = "Why does dropout match?"
+) -> str:
     wrong = ["it turns dropout off in the rerun", "it saves the dropout mask anyway"]
     choices = f"      - text: {right}\n        correct: true\n        why: {WHY}\n"
     choices += "".join(f"      - text: {text}\n        why: {WHY}\n" for text in wrong)
@@ -65,7 +67,9 @@ def test_a_hint_with_a_word_only_the_key_has_is_a_giveaway_at_its_line(tmp_path:
     # "RNG" and "state" are in the correct choice and in no distractor nor the prompt.
     bank, path = write_bank(tmp_path, hinted("leaky-hint", "Think about how the RNG state is kept."))
     questions, problems = collect([bank], root=ROOT)
-    assert problems == [f"{path}:14: the hint uses 'rng', 'state', which only the correct choice has (it gives the key away)"]
+    assert problems == [
+        f"{path}:14: the hint uses 'rng', 'state', which only the correct choice has (it gives the key away)"
+    ]
     # A give-away is a style problem: the question still loads.
     assert [q.id for q in load_bank(bank, root=ROOT).questions] == ["leaky-hint"]
     assert [q.id for q in questions] == ["leaky-hint"]

@@ -258,10 +258,10 @@ ADMIN_URL = "https://study.example.org/s/admin-token/admin"
 class SignedLinks:
     """The engine's Links port with fixed URLs: what is tested is which answers carry one."""
 
-    def member(self, community: CommunityRef, user_id: str, *versions: object) -> str:
+    def member(self, community: CommunityRef, user_id: str, *versions: object) -> str:  # noqa: ARG002 - WebLinks'
         return f"https://study.example.org/s/member-{user_id}/me"
 
-    def admin(self, community: CommunityRef, *holder: object) -> str:
+    def admin(self, community: CommunityRef, *holder: object) -> str:  # noqa: ARG002 - WebLinks' signature
         return ADMIN_URL
 
 

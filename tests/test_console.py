@@ -205,7 +205,7 @@ def test_unicode_names_are_cleaned(chat: Console) -> None:
 
 
 def test_a_locked_database_is_reported_and_nothing_is_lost(
-    tmp_path: Path, sqlite_url: str, test_bank: Bank, clock: FakeClock
+    sqlite_url: str, test_bank: Bank, clock: FakeClock
 ) -> None:
     db = Database(sqlite_url, busy_timeout_ms=200)  # give up fast on another process's lock
     chat = Console(StudyEngine(SqlStore(db), test_bank, clock=clock), community="club", user="Ann")
@@ -250,7 +250,8 @@ def test_a_read_only_database_is_reported_and_nothing_is_lost(
     assert sum(reveal.data["counts"].values()) == 1
 
 
-def test_config_pause_resume_and_post_now_do_what_they_do_on_discord(chat: Console, engine: StudyEngine) -> None:
+@pytest.mark.usefixtures("engine")
+def test_config_pause_resume_and_post_now_do_what_they_do_on_discord(chat: Console) -> None:
     paused = only(chat.handle("/config pause"), "config")
     assert paused.text.startswith("Set paused.") and paused.data["settings"]["paused"] == "on"
     nowhere = only(chat.handle("/config post-now"), "notice")  # no channel yet: says how to set one

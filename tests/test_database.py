@@ -47,11 +47,10 @@ def _drop_connection(database: Database, conn: Connection) -> None:
 @pytest.mark.parametrize("mode", ["read", "write"])
 def test_a_dropped_connection_is_unavailable_and_the_next_call_works(database: Database, mode: str) -> None:
     unit = database.read if mode == "read" else database.write
-    with pytest.raises(StoreUnavailable) as caught:
-        with unit() as conn:
-            conn.execute(text("SELECT 1"))
-            _drop_connection(database, conn)
-            conn.execute(text("SELECT count(*) FROM community"))
+    with pytest.raises(StoreUnavailable) as caught, unit() as conn:
+        conn.execute(text("SELECT 1"))
+        _drop_connection(database, conn)
+        conn.execute(text("SELECT count(*) FROM community"))
     assert str(caught.value) == UNAVAILABLE
     cause = caught.value.__cause__
     assert cause is not None and getattr(cause, "connection_invalidated", False), repr(cause)
@@ -69,9 +68,8 @@ def test_a_read_on_a_closed_pooled_sqlite_connection_is_unavailable(sqlite_url: 
             raw = conn.connection.dbapi_connection
         assert raw is not None
         raw.close()
-        with pytest.raises(StoreUnavailable):
-            with db.read() as conn:
-                conn.execute(text("SELECT 1"))
+        with pytest.raises(StoreUnavailable), db.read() as conn:
+            conn.execute(text("SELECT 1"))
         with db.read() as conn:
             assert conn.execute(text("SELECT 1")).scalar_one() == 1
     finally:
@@ -83,9 +81,8 @@ def test_other_database_errors_are_not_hidden_as_unavailable(sqlite_url: str) ->
     db = Database(sqlite_url)
     try:
         for unit in (db.read, db.write):
-            with pytest.raises(ProgrammingError):
-                with unit() as conn:
-                    conn.exec_driver_sql("SELECT ?", ())
+            with pytest.raises(ProgrammingError), unit() as conn:
+                conn.exec_driver_sql("SELECT ?", ())
             with unit() as conn:  # and the connection it ran on is still good
                 assert conn.execute(text("SELECT 1")).scalar_one() == 1
     finally:
@@ -104,9 +101,8 @@ def test_the_busy_timeout_is_the_databases_own_setting(sqlite_url: str) -> None:
             assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one() == 5000
         blocker.execute("BEGIN IMMEDIATE")
         started = time.monotonic()
-        with pytest.raises(StoreUnavailable):
-            with fast.write() as conn:
-                conn.execute(text("SELECT 1"))
+        with pytest.raises(StoreUnavailable), fast.write() as conn:
+            conn.execute(text("SELECT 1"))
         assert time.monotonic() - started < 3  # gave up after about 100 ms, not 5 s
     finally:
         blocker.rollback()
@@ -259,7 +255,7 @@ def test_a_migrated_copy_is_what_upgrade_makes_and_start_up_migrates_nothing(
     with pytest.raises(FileExistsError):
         migrated_sqlite(tmp_path / "cli.db")  # never over a database a test already has
 
-    def refuse(*args: object, **kwargs: object) -> None:
+    def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a migration ran on a database already at the head")
 
     monkeypatch.setattr(command, "upgrade", refuse)

@@ -186,7 +186,7 @@ def test_a_child_past_its_memory_limit_fails_with_one_sentence(engine: StudyEngi
     assert isinstance(result, DemoResultCard)
 
 
-def test_the_demos_estimate_holds_a_run_to_its_memory_share(tmp_path: Path) -> None:
+def test_the_demos_estimate_holds_a_run_to_its_memory_share() -> None:
     with pytest.raises(DemoFailure, match=r"exceeds 80% of the 1 MiB free on the cpu") as refused:
         run_demo_process("demos.checkpoint", (), 120, memory_bytes=MIB)  # the default run, some MiB
     assert refused.value.kind == "refused"
@@ -207,7 +207,8 @@ def test_parallel_demos_are_never_promised_the_same_memory(engine: StudyEngine, 
     )
     engine.demos.policy = DemoPolicy(cooldown_s=0)
     for community in ("one", "two", "three"):
-        engine.demos.request_demo(UserRef("discord", community, "ann", "Ann"), ChannelRef("discord", community, "d"), SMALL)
+        ann, channel = UserRef("discord", community, "ann", "Ann"), ChannelRef("discord", community, "d")
+        engine.demos.request_demo(ann, channel, SMALL)
     backend = LocalBackend(python=recorder, available=lambda: 1000 * MIB, min_share=150 * MIB)
     runner = DemoJobRunner(engine, backend, tmp_path / "charts", parallel=3)
 

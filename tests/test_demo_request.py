@@ -41,12 +41,12 @@ def test_the_names_are_the_demos_names() -> None:
 
     assert dr.STRATEGIES == strategies.STRATEGIES
     assert dr.MODELS == models.MODEL_KINDS
-    assert dr.PRESETS == tuple(models.PRESETS)
+    assert tuple(models.PRESETS) == dr.PRESETS
     assert vars(estimate)["PRESETS"] is models.PRESETS
     assert dr.MODEL_DEFAULTS == checkpoint.MODEL_DEFAULTS
     assert dr.DEFAULT_STRATEGIES == checkpoint.DEFAULT_STRATEGIES
     assert dr.DEFAULT_BUDGETS == checkpoint.DEFAULT_BUDGETS
-    assert (dr.CPU_FLOPS, dr.COMPILE_S) == (checkpoint.ASSUMED_FLOPS["cpu"], checkpoint.COMPILE_S["cpu"])
+    assert (checkpoint.ASSUMED_FLOPS["cpu"], checkpoint.COMPILE_S["cpu"]) == (dr.CPU_FLOPS, dr.COMPILE_S)
     from demos.hf import HF_STRATEGIES
 
     assert dr.HF_STRATEGIES == HF_STRATEGIES

@@ -26,7 +26,7 @@ def named_paths(lines: list[str]) -> set[str]:
     for line in lines:
         indent = len(line) - len(line.lstrip(" "))
         head = line.strip()
-        if not head or indent % 2 or " " * 20 == line[:20]:  # a continuation of the line above
+        if not head or indent % 2 or line[:20] == " " * 20:  # a continuation of the line above
             continue
         names = []
         for part in re.split(r"\s{2,}", head, maxsplit=1)[0].split(","):

@@ -166,7 +166,7 @@ async def world(sqlite_url: str, test_bank: Bank, clock: FakeClock) -> AsyncIter
     discord.http.Route.BASE = ORIGINAL_BASE
 
 
-async def open_round(world: World, running: Running) -> dict[str, Any]:
+async def open_round(world: World, _running: Running) -> dict[str, Any]:
     """An admin sets this channel and posts today's round now; returns the posted question."""
     await world.slash("config", ADMIN, admin=True, setting="channel")
     confirm = await world.slash("config", ADMIN, admin=True, setting="post-now")
@@ -761,7 +761,7 @@ async def test_a_command_or_click_failing_in_the_adapter_gets_one_sentence_with_
         ids = [b["custom_id"] for b in buttons(post)]
         round_id = codec.decode_answer(ids[0])[0]  # type: ignore[index]
 
-        def undrawable(card: object) -> None:
+        def undrawable(_card: object) -> None:
             raise RuntimeError("this card cannot be drawn")
 
         monkeypatch.setattr(render, "render", undrawable)

@@ -220,7 +220,8 @@ def test_streak_bonus_grows_by_one_per_earlier_correct_round_up_to_five(
     assert score.best_streak == 8 and score.streak == 1
 
 
-def test_text_answers(test_bank: Bank) -> None:
+@pytest.mark.usefixtures("test_bank")
+def test_text_answers() -> None:
     choices = ["Extra compute for lower memory", "Model accuracy for speed", "Disk space"]
     assert parse_choice("b", choices) == 1
     assert parse_choice(" B) ", choices) == 1
@@ -239,9 +240,8 @@ def test_text_reply_answers_the_open_round_and_ignores_chatter(engine: StudyEngi
     assert isinstance(engine.rounds.answer_text(user("Ann"), CH, "daily a"), AlreadyAnswered)
 
 
-def test_a_line_answers_exactly_one_round_and_a_bare_letter_never_the_daily(
-    engine: StudyEngine, test_bank: Bank
-) -> None:
+@pytest.mark.usefixtures("test_bank")
+def test_a_line_answers_exactly_one_round_and_a_bare_letter_never_the_daily(engine: StudyEngine) -> None:
     ann, bob = user("Ann"), user("Bob")
     daily = open_round(engine)
     [post] = engine.outbox.due_posts("console", "worker-1")
@@ -428,8 +428,9 @@ def test_concurrent_answers_are_all_stored_once(engine: StudyEngine, test_bank: 
     assert isinstance(reveal, RevealCard) and reveal.answered == 40
 
 
+@pytest.mark.usefixtures("database")
 def test_two_processes_open_the_daily_round_once(
-    database: object, test_bank: Bank, clock: FakeClock, db_url: str
+    test_bank: Bank, clock: FakeClock, db_url: str
 ) -> None:
     from bot.store.database import Database
 

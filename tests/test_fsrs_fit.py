@@ -99,7 +99,7 @@ def test_a_small_log_keeps_the_defaults_and_says_how_many_more_reviews_are_neede
 def test_no_fit_is_sent_below_the_minimum(engine: StudyEngine, clock: FakeClock) -> None:
     miss_then_review(engine, clock)
 
-    def never(rows: object) -> dict[str, object]:
+    def never(_rows: object) -> dict[str, object]:
         raise AssertionError("a log below the minimum must not be sent to the worker")
 
     sentence = fit_community(engine, LOCAL, never)

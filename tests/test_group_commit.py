@@ -133,7 +133,7 @@ async def test_a_failing_unit_does_not_lose_the_others_of_its_transaction(
     monkeypatch.setattr(AnswersRepo, "insert_answer", failing_insert)
     holding, release = threading.Event(), threading.Event()
 
-    def hold(tx: SqlTx) -> str:
+    def hold(_tx: SqlTx) -> str:
         holding.set()
         release.wait(30)
         return "held"

@@ -98,7 +98,8 @@ def test_console_guesses_before_the_first_figure_count_and_the_result_names_who_
 
 def test_a_demo_without_block_invites_no_guesses(engine: StudyEngine) -> None:
     channel = ChannelRef("console", "club", "console")
-    queued = engine.demos.request_demo(UserRef("console", "club", "dan", "Dan"), channel, "checkpoint strategies=none,sqrt")
+    dan = UserRef("console", "club", "dan", "Dan")
+    queued = engine.demos.request_demo(dan, channel, "checkpoint strategies=none,sqrt")
     assert not queued.guesses
     assert "Guess first" not in console_render(queued)[0].text
     notice = engine.guesses.guess_text(UserRef("console", "club", "ann", "Ann"), channel, "guess 2")

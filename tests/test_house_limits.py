@@ -33,7 +33,8 @@ def public_methods(cls: type) -> list[str]:
         if klass.__module__.split(".")[0] != "bot":
             continue
         for name, value in vars(klass).items():
-            if not name.startswith("_") and (inspect.isfunction(value) or isinstance(value, (staticmethod, classmethod))):
+            method = inspect.isfunction(value) or isinstance(value, (staticmethod, classmethod))
+            if method and not name.startswith("_"):
                 names.add(name)
     return sorted(names)
 
@@ -68,6 +69,6 @@ def test_no_module_of_bot_is_over_500_lines() -> None:
 
 def test_the_count_sees_inherited_methods() -> None:
     """A class of 20 methods on a base of 20 has 40 for its callers: the limit counts them all."""
-    base = type("Base", (), {f"m{i}": lambda self: None for i in range(20)} | {"__module__": "bot.example"})
-    child = type("Child", (base,), {f"n{i}": lambda self: None for i in range(20)} | {"__module__": "bot.example"})
+    base = type("Base", (), {f"m{i}": lambda _self: None for i in range(20)} | {"__module__": "bot.example"})
+    child = type("Child", (base,), {f"n{i}": lambda _self: None for i in range(20)} | {"__module__": "bot.example"})
     assert len(public_methods(child)) == 40

@@ -72,7 +72,7 @@ def test_the_import_contracts_hold(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_every_rule_of_the_import_graph_is_configured() -> None:
     configured = read_configuration(str(ROOT / "pyproject.toml"))["contracts_options"]
-    assert CONTRACTS <= {contract["id"] for contract in configured}
+    assert {contract["id"] for contract in configured} >= CONTRACTS
 
 
 def test_a_worker_host_loads_neither_the_engine_nor_its_libraries() -> None:

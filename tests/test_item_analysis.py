@@ -101,7 +101,8 @@ def test_a_planted_wrong_key_is_flagged() -> None:
     assert WRONG_KEY in s.flags and s.suspect_choice == 2
     assert s.share_correct is not None and s.share_correct <= 0.4
     assert s.discrimination is not None and s.discrimination < 0  # the strong get it "wrong"
-    assert "likely wrong key" in " ".join(s.describe()) and "pick choice 3 instead of choice 1" in " ".join(s.describe())
+    described = " ".join(s.describe())
+    assert "likely wrong key" in described and "pick choice 3 instead of choice 1" in described
     assert all(WRONG_KEY not in stats[q.id].flags for q in NORMAL)
 
 

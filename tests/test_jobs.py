@@ -190,7 +190,7 @@ def test_a_demo_process_that_crashes_gives_one_sentence(sqlite_engine: StudyEngi
     assert isinstance(result, DemoResultCard)
 
 
-def test_the_demo_refuses_what_does_not_fit_before_allocating(tmp_path: Path) -> None:
+def test_the_demo_refuses_what_does_not_fit_before_allocating() -> None:
     # the demo's own estimate says no, with the numbers, before allocating anything
     with pytest.raises(DemoFailure, match=r"The demo refused or failed: Refused: the estimated peak of [\d,]+ MiB"):
         run_demo_process("demos.checkpoint", ("--layers", "512", "--tokens", "65536", "--width", "4096"), 120)
@@ -240,7 +240,7 @@ def test_a_worker_killed_mid_demo_gives_a_clear_failure(
     backend = CeleryBackend(redis_server.url, "demos", timeout_s=14, grace_s=2)
     killed = False
 
-    async def kill_on_first_row(card: DemoProgressCard) -> None:
+    async def kill_on_first_row(_card: DemoProgressCard) -> None:
         nonlocal killed
         if not killed:
             killed = True

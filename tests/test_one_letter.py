@@ -43,7 +43,8 @@ async def test_a_choice_has_one_letter_in_feedback_reveal_web_page_export_and_an
     tmp_path: Path, test_bank: Bank, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A known shuffle: shown position i is the bank's choice n-1-i.
-    monkeypatch.setattr(codec, "draw_order", lambda count, rng=None: tuple(reversed(range(count))))
+    # draw_order's signature (rng is passed by keyword); the known shuffle ignores it
+    monkeypatch.setattr(codec, "draw_order", lambda count, rng=None: tuple(reversed(range(count))))  # noqa: ARG005
     url = migrated_sqlite(tmp_path / "cli.db")  # the file `studybot export` reads below
     database = Database(url)
     links = WebLinks("http://127.0.0.1", "a web secret for tests", 3600)

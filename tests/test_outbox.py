@@ -35,7 +35,7 @@ class Recorder:
         self.sent: list[Posted] = []
         self._lock = threading.Lock()
 
-    def __call__(self, channel: ChannelRef, card: Posted) -> str:
+    def __call__(self, _channel: ChannelRef, card: Posted) -> str:
         with self._lock:
             self.calls.append(card)
             outcome = self.script.pop(0) if self.script else self.always
@@ -234,7 +234,7 @@ def test_two_deliverers_on_one_database_never_send_a_row_twice(
             start.wait(timeout=60)
             while deliverer.deliver_due(send):
                 pass
-        except BaseException as exc:  # surfaced below, never lost in the thread
+        except BaseException as exc:  # noqa: BLE001 - surfaced below, never lost in the thread
             errors.append(exc)
         finally:
             database.dispose()
@@ -339,7 +339,7 @@ def test_deliverers_that_serve_some_communities_split_the_rows(engine: StudyEngi
     got: dict[str, list[str]] = {"even": [], "odd": []}
 
     def sender(name: str) -> Callable[[ChannelRef, Posted], str]:
-        def send(channel: ChannelRef, card: Posted) -> str:
+        def send(channel: ChannelRef, _card: Posted) -> str:
             got[name].append(channel.community_id)
             return f"ref-{channel.community_id}"
 

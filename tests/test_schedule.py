@@ -229,9 +229,9 @@ def test_a_week_of_days_across_dst(
         (utc(2026, 11, 24, 22, 59), True, True),  # 23:59 local: still the same day
     ],
 )
+@pytest.mark.usefixtures("test_bank")
 def test_restart_before_during_and_after_the_daily_time(
     engine: StudyEngine,
-    test_bank: Bank,
     clock: FakeClock,
     restart: datetime,
     late: bool,
@@ -351,7 +351,7 @@ def test_two_schedulers_ticking_at_the_same_instant(sqlite_url: str, test_bank: 
             try:
                 barrier.wait(timeout=30)
                 s.catch_up()
-            except Exception as exc:  # surfaced below, in the test's own thread
+            except Exception as exc:  # noqa: BLE001 - surfaced below, in the test's own thread
                 errors.append(exc)
 
         threads = [threading.Thread(target=start, args=(s,), daemon=True) for s in schedulers]
@@ -584,7 +584,6 @@ def test_a_scheduler_serves_only_its_platform_and_community(engine: StudyEngine,
 def test_a_failing_post_is_claimed_once_and_waits_for_its_retry(
     engine: StudyEngine,
     clock: FakeClock,
-    caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock.set(utc(2026, 11, 24, 9, 0))
     setup_community(engine, "club", "UTC")
@@ -804,7 +803,7 @@ def test_schedulers_of_several_processes_claim_many_communities_at_once_each_rou
             try:
                 barrier.wait(timeout=30)
                 claimed.append(s.tick())
-            except Exception as exc:  # surfaced below, in the test's own thread
+            except Exception as exc:  # noqa: BLE001 - surfaced below, in the test's own thread
                 errors.append(exc)
 
         threads = [threading.Thread(target=claim, args=(s,), daemon=True) for s in schedulers]
@@ -875,7 +874,7 @@ def test_a_busy_database_during_a_batch_leaves_its_rounds_to_the_refresh(
             raise failure
         return real_batch(wanted)
 
-    def one(channel: ChannelRef, late: bool = False) -> object:
+    def one(channel: ChannelRef, late: bool = False) -> object:  # noqa: ARG001 - open_daily's signature
         single.append(channel)
         raise AssertionError("opened alone")
 

@@ -169,9 +169,8 @@ def test_the_longest_button_id_fits_every_platform() -> None:
 # ---------------------------------------------------------------- choice order
 
 
-def test_the_right_answer_lands_on_every_position_evenly(
-    sqlite_url: str, test_bank: Bank, clock: FakeClock, seeded: random.Random
-) -> None:
+@pytest.mark.usefixtures("seeded")
+def test_the_right_answer_lands_on_every_position_evenly(sqlite_url: str, test_bank: Bank, clock: FakeClock) -> None:
     four = [q for q in test_bank.questions if len(q.choices) == 4]
     assert four, "the test bank needs a question with four choices"
     bank = Bank.of(four)
@@ -207,8 +206,9 @@ def test_file_order_is_kept_when_no_order_fits() -> None:
     assert codec.parse_order(codec.format_order(order), 5) == order
 
 
+@pytest.mark.usefixtures("seeded")
 def test_a_round_shows_one_order_to_everyone_and_after_a_restart(
-    db_url: str, engine: StudyEngine, test_bank: Bank, clock: FakeClock, seeded: random.Random
+    db_url: str, engine: StudyEngine, test_bank: Bank, clock: FakeClock
 ) -> None:
     card = open_round(engine)
     (delivery,) = engine.outbox.due_posts("console", "worker")  # the card rebuilt from the database
@@ -232,9 +232,8 @@ def test_a_round_shows_one_order_to_everyone_and_after_a_restart(
         database.dispose()
 
 
-def test_a_text_answer_by_letter_uses_the_shown_order(
-    engine: StudyEngine, test_bank: Bank, seeded: random.Random
-) -> None:
+@pytest.mark.usefixtures("seeded")
+def test_a_text_answer_by_letter_uses_the_shown_order(engine: StudyEngine, test_bank: Bank) -> None:
     for number in range(40):  # a round whose shuffle moved the right answer (one a community a day)
         community = f"guild-{number}"
         channel = ChannelRef("console", community, "room")
@@ -257,9 +256,8 @@ def test_a_text_answer_by_letter_uses_the_shown_order(
     assert isinstance(by_text, AnswerFeedback) and by_text.correct and by_text.chosen == letter(right)
 
 
-def test_the_reveal_and_its_counts_speak_the_shown_letters(
-    engine: StudyEngine, test_bank: Bank, seeded: random.Random
-) -> None:
+@pytest.mark.usefixtures("seeded")
+def test_the_reveal_and_its_counts_speak_the_shown_letters(engine: StudyEngine, test_bank: Bank) -> None:
     card = open_round(engine)
     picks = {"Ann": 0, "Bob": 0, "Cy": 1}
     for name, index in picks.items():
@@ -486,7 +484,9 @@ async def test_engine_calls_through_the_bridge(engine: StudyEngine, test_bank: B
             *(bridge.call(engine.rounds.answer, user(f"u{i}"), card.round_id, right) for i in range(16))
         )
         assert all(isinstance(a, AnswerFeedback) and a.correct for a in answers)
-        repeat = await asyncio.gather(*(bridge.call(engine.rounds.answer, user("u0"), card.round_id, 0) for _ in range(8)))
+        repeat = await asyncio.gather(
+            *(bridge.call(engine.rounds.answer, user("u0"), card.round_id, 0) for _ in range(8))
+        )
         assert set(repeat) == {AlreadyAnswered(card.round_id, card.number, letter(right))}
         missing = await bridge.call(engine.rounds.answer, user("u0"), 10_000, 0)
         assert missing == Problem(wording.NOT_THIS_COMMUNITYS_QUESTION)  # the row id is never shown
@@ -614,7 +614,7 @@ def test_demo_names_match_the_demos() -> None:
     from demos import estimate, models, strategies
 
     assert STRATEGIES == strategies.STRATEGIES
-    assert PRESETS == tuple(models.PRESETS)
+    assert tuple(models.PRESETS) == PRESETS
     assert vars(estimate)["PRESETS"] is models.PRESETS  # estimate uses the models' presets
     assert CHOICES["estimate"]["preset"] == PRESETS
     assert CHOICES["checkpoint"]["model"] == models.MODEL_KINDS
@@ -708,7 +708,7 @@ def test_no_tokens_start_the_console(settings_from: Callable[..., Settings]) -> 
     assert choose_platforms(settings, "console") == ("console",)
 
 
-def test_a_dotenv_in_another_folder_is_not_read(settings_from: Callable[..., Settings], tmp_path: Path) -> None:
+def test_a_dotenv_in_another_folder_is_not_read(settings_from: Callable[..., Settings]) -> None:
     settings = settings_from()
     assert settings.discord_token is None and settings.slack_bot_token is None
 

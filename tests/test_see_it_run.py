@@ -1,4 +1,4 @@
-""" "See it run" from the chat: a reveal of a question with a `demo:` field carries a button
+"""The "See it run" from the chat: a reveal of a question with a `demo:` field carries a button
 (Discord, Slack) or the command to type (the console); using it queues exactly that question's
 demo for the member who used it, under the usual cooldown."""
 

@@ -99,12 +99,14 @@ def test_a_blank_value_means_unset_and_overrides_are_checked_too(clean_folder: P
         ),
     ],
 )
-def test_each_kind_of_rule_is_worded(variable: str, value: str, sentence: str, clean_folder: Path) -> None:
+@pytest.mark.usefixtures("clean_folder")
+def test_each_kind_of_rule_is_worded(variable: str, value: str, sentence: str) -> None:
     done = CliRunner().invoke(app, ["jobs"], env={variable: value})
     assert (done.exit_code, done.output) == (2, sentence + "\n")
 
 
-def test_several_bad_settings_name_the_first_and_count_the_rest(clean_folder: Path) -> None:
+@pytest.mark.usefixtures("clean_folder")
+def test_several_bad_settings_name_the_first_and_count_the_rest() -> None:
     done = CliRunner().invoke(app, ["jobs"], env={"STUDYBOT_WINDOW_HOURS": "0", "STUDYBOT_BRIDGE_THREADS": "999"})
     assert done.exit_code == 2
     assert done.output.count("\n") == 1 and "(1 more setting is wrong too.)" in done.output
@@ -125,7 +127,8 @@ def test_a_real_process_prints_the_sentence_and_no_traceback(tmp_path: Path) -> 
     assert "Traceback" not in done.stderr + done.stdout
 
 
-def test_good_settings_still_start_the_command(clean_folder: Path) -> None:
+@pytest.mark.usefixtures("clean_folder")
+def test_good_settings_still_start_the_command() -> None:
     done = CliRunner().invoke(app, ["jobs"])
     assert done.exit_code == 0, done.output
 
@@ -171,8 +174,9 @@ def free_port() -> int:
         ),
     ],
 )
+@pytest.mark.usefixtures("clean_folder")
 def test_the_bad_settings_a_newcomer_met_are_one_sentence_and_exit_2_and_doctor_says_the_same(
-    variable: str, value: str, sentence: str, clean_folder: Path
+    variable: str, value: str, sentence: str
 ) -> None:
     for command in (["jobs"], ["schedule", "show"], ["db", "upgrade"]):
         done = CliRunner().invoke(app, command, env={variable: value})
@@ -199,12 +203,14 @@ def test_a_sqlite_file_under_a_file_is_named_as_a_file_not_a_folder(clean_folder
     assert bank.exit_code == 2 and bank.output.startswith("STUDYBOT_QUESTIONS_DIR=")
 
 
-def test_a_database_url_password_is_never_shown_in_the_sentence(clean_folder: Path) -> None:
+@pytest.mark.usefixtures("clean_folder")
+def test_a_database_url_password_is_never_shown_in_the_sentence() -> None:
     done = CliRunner().invoke(app, ["jobs"], env={"STUDYBOT_DATABASE_URL": "mysql://ann:hunter2@db/x"})
     assert done.exit_code == 2 and "mysql://ann:***@db/x" in done.output and "hunter2" not in done.output
 
 
-def test_log_level_is_read_in_any_case(clean_folder: Path) -> None:
+@pytest.mark.usefixtures("clean_folder")
+def test_log_level_is_read_in_any_case() -> None:
     assert load_settings(log_level="debug").log_level == "DEBUG"
 
 
@@ -219,7 +225,8 @@ def test_a_refused_postgresql_server_is_one_sentence_and_exit_2(tmp_path: Path) 
         assert ":pw@" not in done.stderr
 
 
-def test_doctor_reports_a_check_that_breaks_instead_of_crashing(clean_folder: Path) -> None:
+@pytest.mark.usefixtures("clean_folder")
+def test_doctor_reports_a_check_that_breaks_instead_of_crashing() -> None:
     from bot.config import Settings
     from bot.doctor.report import run_checks
 
@@ -230,3 +237,24 @@ def test_doctor_reports_a_check_that_breaks_instead_of_crashing(clean_folder: Pa
     assert checks["database"].status == "fail"
     assert checks["database"].message.startswith("the check could not finish")
     assert checks["bank"].status == "ok"  # the checks after it still ran
+
+
+def test_a_malformed_env_line_is_found_when_the_process_logs_only_errors(tmp_path: Path) -> None:
+    """The `.env` check hears python-dotenv's warning even in a process set to log errors only
+    (STUDYBOT_LOG_LEVEL=ERROR), and prints nothing of its own."""
+    import logging
+
+    from bot.settings_problems import env_file_problem
+
+    env = tmp_path / ".env"
+    env.write_text("STUDYBOT_TIMEZONE=UTC\n\nthis line is not a setting\n")
+    root = logging.getLogger()
+    before = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        assert env_file_problem(env) == (
+            f"{env} line 3 cannot be read: write it as NAME=value (or start it with # for a comment)."
+        )
+    finally:
+        root.setLevel(before)
+    assert logging.getLogger("dotenv.main").level == logging.NOTSET  # left as it was found

@@ -29,6 +29,7 @@ from bot.core.bank import Bank
 from bot.core.engine import StudyEngine
 from bot.core.rules import choices as codec
 from bot.core.values import (
+    AlreadyNoted,
     ChannelRef,
     CommunityRef,
     DemoFailedCard,
@@ -1039,7 +1040,8 @@ async def test_a_late_engine_answer_closes_the_modal_and_comes_as_a_direct_messa
 async def test_admins_queue_buttons_decide_and_the_author_is_told(slack: Slack) -> None:
     slack.fake.users["UADMIN"] = {"is_admin": True}
     author = UserRef("slack", "T1", "U1", "u1")
-    numbers = [slack.engine.practice.suggest(author, ChannelRef("slack", "T1", "C1"), good_form()).suggestion_id for _ in "abc"]  # type: ignore[union-attr]
+    channel = ChannelRef("slack", "T1", "C1")
+    numbers = [slack.engine.practice.suggest(author, channel, good_form()).suggestion_id for _ in "abc"]  # type: ignore[union-attr]
     community = CommunityRef("slack", "T1")
 
     # a member may not list the queue nor use its buttons
@@ -1475,3 +1477,18 @@ async def test_a_second_quiz_says_which_unanswered_question_it_replaces(slack: S
     await slack.fake.wait_for("response_url", 2)
     second = [c for c in replies(slack.fake) if c.url == "quiz-U8"][-1]
     assert f"This replaces your unanswered question #{number.group(1)}" in block_text(second.params)
+
+
+async def test_a_thread_reply_may_say_how_sure_with_the_answer(slack: Slack) -> None:
+    """`b sure` in a question's thread answers that round and records the confidence with it, as
+    a Discord mention or a console line does: one event, one engine call."""
+    round_id, ts = await slack.open_daily()
+    wrong = next(i for i in range(4) if i != answer_index(slack.engine, round_id, True))
+    reply = thread_reply("U7", f"{'abcde'[wrong]} sure", "1700000700.000001", ts)
+    assert (await slack.event(reply, "EvSure")).status == 200
+    await slack.fake.wait_for("chat.postEphemeral", 1)
+    await slack.settle()
+    (sent,) = slack.fake.of("chat.postEphemeral")
+    assert sent.params["user"] == "U7" and "Correct!" not in block_text(sent.params)
+    again = slack.engine.confidence.confide(UserRef("slack", "T1", "U7", "u7"), round_id, False)
+    assert isinstance(again, AlreadyNoted) and again.sure  # "sure" was recorded with the answer

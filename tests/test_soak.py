@@ -87,7 +87,7 @@ def test_the_plan_is_drawn_from_the_seed_alone() -> None:
 
 
 def test_a_post_taken_while_the_database_is_locked_is_recorded_not_sent_again(
-    tmp_path: Path, test_bank: Bank, clock: FakeClock, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, test_bank: Bank, clock: FakeClock
 ) -> None:
     url = migrated_sqlite(tmp_path / "locked.db")
     database = Database(url, busy_timeout_ms=100)  # a lock longer than this fails a write
@@ -117,7 +117,7 @@ def test_a_post_taken_while_the_database_is_locked_is_recorded_not_sent_again(
         holder.close()
         released.set()
 
-    def send(channel: ChannelRef, card: Posted) -> str:
+    def send(_channel: ChannelRef, card: Posted) -> str:
         sent.append(card)
         threading.Thread(target=hold_the_lock, daemon=True).start()
         assert taken.wait(10)

@@ -670,7 +670,7 @@ def test_signed_tokens_never_reach_the_log(site: Site, caplog: pytest.LogCapture
     assert not any("\n" in record.getMessage() for record in caplog.records if record.name == "aiohttp.server")
 
 
-def test_half_sent_request_is_closed_after_the_header_timeout(site: Site, tmp_path: Path) -> None:
+def test_half_sent_request_is_closed_after_the_header_timeout(site: Site) -> None:
     """A connection that never finishes its headers is closed after STUDYBOT_WEB_KEEPALIVE_S
     (aiohttp's default is an hour): recv returns the end of the stream, not the socket's 30 s
     timeout. A whole request on a fresh connection is still answered."""

@@ -10,6 +10,7 @@ directly, so every platform handles errors in this one place."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import queue
@@ -43,7 +44,9 @@ def guarded(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | Prob
         return call(*args, **kwargs)
     except StudyBotError as exc:
         return Problem(exc.message)
-    except Exception:  # a bug: logged whole under an id the user can quote
+    # Broad by design: any other error is a bug, which the user sees as a Problem card while
+    # report_incident logs its traceback under an id the user can quote.
+    except Exception:  # noqa: BLE001
         incident = report_incident(str(getattr(call, "__qualname__", call)))
         return Problem(BUG.format(incident=incident), incident=incident)
 
@@ -171,9 +174,7 @@ class Bridge:
                 with self._lock:
                     self._waiting -= 1
                 _, future, inbox = item
-                try:
+                with contextlib.suppress(RuntimeError):  # its loop is gone
                     inbox.loop.call_soon_threadsafe(future.cancel)
-                except RuntimeError:  # its loop is gone
-                    pass
         for _ in self._workers:
             self._jobs.put(None)

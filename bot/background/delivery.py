@@ -104,6 +104,7 @@ class Deliverer:
             item.attempts + 1,
             reason,
             "; gave up" if gave_up else "",
+            exc_info=None if isinstance(exc, SendFailed) else exc,  # not a platform's own refusal: how it came
         )
 
     @staticmethod
@@ -136,7 +137,9 @@ class Deliverer:
         for item in self._due():
             try:
                 ref = send(item.channel, item.card)
-            except Exception as exc:  # the platform's failure: recorded, retried or given up
+            # Broad by design: whatever a platform's send raises is a failed post, recorded and
+            # retried or given up; _failure logs the traceback of any error not a SendFailed.
+            except Exception as exc:  # noqa: BLE001
                 self._failure(item, exc)
                 continue
             Retrying(**self._record_policy(item))(self.engine.outbox.delivered, item.outbox_id, ref)
@@ -155,7 +158,7 @@ class Deliverer:
         for item in due:
             try:
                 ref = await send(item.channel, item.card)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - as in deliver_due: a failed post, logged by _failure
                 await run(self._failure, item, exc)
                 continue
             await AsyncRetrying(**self._record_policy(item))(run, self.engine.outbox.delivered, item.outbox_id, ref)

@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 
 
 class Backend(Protocol):
+    """Where demos run: the process's own child (inline) or a Celery worker, as the runner sees it."""
+
     name: str
 
     async def unavailable(self) -> str | None:
@@ -160,7 +162,7 @@ class CeleryBackend:
 
             try:
                 redis.Redis.from_url(self.redis_url, socket_connect_timeout=1, socket_timeout=1).ping()
-            except Exception as exc:  # redis.ConnectionError and friends
+            except (redis.RedisError, OSError, ValueError) as exc:  # unreachable, timed out, a bad URL
                 log.warning("Redis at the demo queue is unreachable: %s", exc)
                 return "Demos are unavailable right now: the demo queue (Redis) cannot be reached."
             return None
@@ -178,8 +180,10 @@ class CeleryBackend:
             task = await asyncio.to_thread(
                 self.app.send_task, "studybot.run_demo", args=[job.module, list(job.args)], queue=self.queue
             )
-        except Exception as exc:
-            log.warning("sending demo %s to Celery failed: %s", job.id, exc)
+        # Broad: Celery and kombu raise many kinds (their own, Redis's, the socket's) for a broker
+        # they cannot reach; each means the same to the member, and the traceback is logged.
+        except Exception as exc:  # noqa: BLE001
+            log.warning("sending demo %s to Celery failed: %s", job.id, exc, exc_info=True)
             raise DemoFailure(
                 "Demos are unavailable right now: the demo queue (Redis) cannot be reached.", "unavailable"
             ) from None
@@ -188,8 +192,8 @@ class CeleryBackend:
         while True:
             try:
                 state, info = await asyncio.to_thread(lambda: (task.state, task.info))
-            except Exception as exc:
-                log.warning("asking Celery about demo %s failed: %s", job.id, exc)
+            except Exception as exc:  # noqa: BLE001 - as when sending: any result-backend error, asked again
+                log.warning("asking Celery about demo %s failed: %s", job.id, exc, exc_info=True)
                 state, info = "UNKNOWN", None
             events = info.get("events", []) if isinstance(info, dict) else []
             for event in events[seen:]:
@@ -349,7 +353,8 @@ class DemoJobRunner:
             outcome = await self.backend.run(job, on_event)
         except DemoFailure as failure:
             await asyncio.to_thread(self.engine.demos.demo_failed, job.id, failure.sentence, failure.kind)
-        except Exception:
+        # Broad by design: any other error is a bug; the job is failed and report_incident logs it.
+        except Exception:  # noqa: BLE001
             incident = report_incident(f"demo {job.id}")
             await asyncio.to_thread(self.engine.demos.demo_failed, job.id, BUG.format(incident=incident), "bug")
         else:

@@ -37,12 +37,15 @@ def worker_fitter(settings: Settings, timeout_s: float = FIT_TIMEOUT_S) -> Fitte
         app = make_app(settings.redis_url, settings.demo_timeout_s, fit_timeout_s=timeout_s)
         try:
             task = app.send_task("studybot.fit_fsrs", args=[[list(row) for row in rows]], queue=settings.celery_queue)
-        except Exception as exc:
-            log.warning("sending a fit to Celery failed: %s", exc)
+        # Broad: Celery and kombu raise many kinds for a broker they cannot reach (traceback logged).
+        except Exception as exc:  # noqa: BLE001
+            log.warning("sending a fit to Celery failed: %s", exc, exc_info=True)
             raise FitFailure("the demo queue (Redis) cannot be reached.") from None
         try:
             result = task.get(timeout=timeout_s + 30, propagate=True)
-        except Exception as exc:
+        # Broad: propagate=True raises whatever the worker's fit raised, of any type.
+        except Exception as exc:  # noqa: BLE001
+            log.warning("the worker's fit failed: %s", exc, exc_info=True)
             raise FitFailure(f"the worker's fit failed: {exc}") from None
         if not isinstance(result, dict):
             raise FitFailure("the worker returned no readable result.")

@@ -81,7 +81,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    version: Annotated[
+    version: Annotated[  # noqa: ARG001 - declares --version, which its eager callback answers
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
 ) -> None:

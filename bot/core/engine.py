@@ -74,7 +74,7 @@ class StudyEngine:
         self.guesses = Guesses(shared)
         self.practice = Practice(shared, practice, suggestions)
         self.boards = Boards(shared, self.streaks, self.practice)
-        self.rounds = Rounds(shared, self.practice, self.fsrs, self.streaks, self.boards)
+        self.rounds = Rounds(shared, self.practice, self.fsrs, self.streaks)
         self.dailies = DailyBatch(shared, self.rounds)
         self.confidence = Confidence(shared, self.fsrs, self.rounds)
         self.answers = Answers(self.rounds, self.confidence, self.boards)

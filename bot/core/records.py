@@ -20,6 +20,8 @@ class OpenedView:
 
 @dataclass(frozen=True)
 class RoundRecord:
+    """A round as the store reads it back."""
+
     id: int
     community_id: int
     channel_id: str
@@ -49,6 +51,8 @@ class AnswerContext:
 
 @dataclass(frozen=True)
 class NewAnswer:
+    """An answer to write: who answered which round, what and how it scored."""
+
     round_id: int
     member_id: int
     community_id: int
@@ -90,6 +94,8 @@ class NewPost:
 
 @dataclass(frozen=True)
 class OutboxRecord:
+    """A post waiting in the outbox, with the platform and channel it goes to."""
+
     id: int
     community_id: int
     platform: str
@@ -105,6 +111,8 @@ class OutboxRecord:
 
 @dataclass(frozen=True)
 class DemoJobRecord:
+    """A queued or finished demo job, with where its result is posted."""
+
     id: int
     community_id: int
     platform: str

@@ -17,6 +17,8 @@ HTTP_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class Check:
+    """One doctor check's outcome, with the fix to try when it fails."""
+
     name: str
     status: Status
     message: str

@@ -38,7 +38,7 @@ class DailyBatchRepo(Repo):
     __slots__ = ()
 
     def daily_round_ids(self, keys: Iterable[str]) -> dict[str, int]:
-        """daily key -> round id, for those of `keys` already opened."""
+        """The round id of each daily key in `keys` already opened (key -> round id)."""
         found: dict[str, int] = {}
         for chunk in _chunks(sorted(set(keys))):
             rows = self.conn.execute(select(rounds.c.daily_key, rounds.c.id).where(rounds.c.daily_key.in_(chunk)))
@@ -62,7 +62,7 @@ class DailyBatchRepo(Repo):
         return found
 
     def dailies_last_asked(self, community_ids: Iterable[int]) -> dict[int, dict[str, datetime]]:
-        """community id -> (question id -> its latest daily round's opening), as `daily_last_asked`."""
+        """For each community id: question id -> its latest daily round's opening, as `daily_last_asked`."""
         found: dict[int, dict[str, datetime]] = defaultdict(dict)
         for chunk in _chunks(sorted(set(community_ids))):
             rows = self.conn.execute(

@@ -152,7 +152,9 @@ class GroupCommit:
                     raise unavailable from exc
             self.transactions += 1
             self.units += len(batch)
-        except BaseException as exc:  # the transaction failed: nothing of the batch is stored
+        # Broad by design: the transaction failed, so nothing of the batch is stored, and each
+        # waiting unit gets the error to raise in its own thread (handed over, not swallowed).
+        except BaseException as exc:  # noqa: BLE001
             for slot in batch:
                 slot.value = None
                 if slot is not alone or slot.error is None:
@@ -169,7 +171,7 @@ class GroupCommit:
             sql(conn, "SAVEPOINT unit")
             try:
                 slot.value = slot.unit(conn)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the unit's own error, raised again in its caller's thread
                 sql(conn, "ROLLBACK TO SAVEPOINT unit")
                 sql(conn, "RELEASE SAVEPOINT unit")
                 slot.value = None

@@ -9,6 +9,8 @@ from sqlmodel import Field, SQLModel
 
 
 class Community(SQLModel, table=True):
+    """A Discord guild, Slack workspace or console, and its settings."""
+
     __tablename__ = "communities"
     __table_args__ = (
         UniqueConstraint("platform", "external_id", name="uq_community_platform_external"),
@@ -38,6 +40,8 @@ class Community(SQLModel, table=True):
 
 
 class Member(SQLModel, table=True):
+    """A member of one community, with their running totals."""
+
     __tablename__ = "members"
     __table_args__ = (
         UniqueConstraint("community_id", "user_id", name="uq_member_community_user"),
@@ -55,6 +59,8 @@ class Member(SQLModel, table=True):
 
 
 class Round(SQLModel, table=True):
+    """A question asked: a daily round, or one member's practice question."""
+
     __tablename__ = "rounds"
     __table_args__ = (
         Index("ix_rounds_community_kind", "community_id", "kind", "id"),
@@ -85,6 +91,8 @@ class Round(SQLModel, table=True):
 
 
 class Answer(SQLModel, table=True):
+    """A member's answer to a round and the points it scored."""
+
     __tablename__ = "answers"
     __table_args__ = (
         UniqueConstraint("round_id", "member_id", name="uq_answer_round_member"),
@@ -125,6 +133,8 @@ class WeeklyPoints(SQLModel, table=True):
 
 
 class Review(SQLModel, table=True):
+    """A member's spaced-repetition card for one question (FSRS state and due time)."""
+
     __tablename__ = "reviews"
     __table_args__ = (
         UniqueConstraint("member_id", "question_id", name="uq_review_member_question"),
@@ -139,6 +149,8 @@ class Review(SQLModel, table=True):
 
 
 class LeaderboardPost(SQLModel, table=True):
+    """The weekly leaderboard posted for a community (one per week)."""
+
     __tablename__ = "leaderboard_posts"
     __table_args__ = (UniqueConstraint("community_id", "week", name="uq_leaderboard_community_week"),)
 

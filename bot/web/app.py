@@ -293,7 +293,9 @@ def _page(
             return refuse(request, 400, "Cannot show that", exc.message)
         except web.HTTPException:
             raise
-        except Exception:
+        # Broad by design: any other error is a bug, answered with a 500 page; report_incident
+        # logs its traceback under the id the page shows.
+        except Exception:  # noqa: BLE001
             incident = report_incident(f"web page {request.rel_url.path.split('/')[-1]}")
             return refuse(request, 500, "Something went wrong", BUG.format(incident=incident))
 
@@ -397,8 +399,8 @@ async def admin(request: web.Request, viewer: Viewer) -> web.StreamResponse:
 
 
 def hide_server_version() -> None:
-    """aiohttp answers a request it cannot parse (a bad request line, a header too long) from
-    its protocol, past every middleware, with `Server: Python/3.x aiohttp/3.y`: it reads that
+    """The server (aiohttp) answers a request it cannot parse (a bad request line, a header too
+    long) from its protocol, past every middleware, with `Server: Python/3.x aiohttp/3.y`: it reads that
     from web_response's module global when the response is sent (aiohttp issue #8870), so the
     process's servers say only SERVER."""
     from aiohttp import web_response
@@ -452,12 +454,3 @@ async def start_web(
     server = WebServer(app, settings.web_host, settings.web_port, settings.web_keepalive_s)
     await server.start()
     return server
-
-
-async def serve_forever(engine: StudyEngine, settings: Any) -> None:
-    """`studybot web`: the page alone, until interrupted."""
-    server = await start_web(engine, settings)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await server.close()

@@ -12,6 +12,8 @@ from bot.core.values import DemoResultCard, WeekPoints
 
 @dataclass(frozen=True)
 class Bar:
+    """One bar of a bar chart, placed in SVG coordinates."""
+
     label: str
     value: float
     text: str  # the value as shown
@@ -23,6 +25,8 @@ class Bar:
 
 @dataclass(frozen=True)
 class BarChart:
+    """A bar chart laid out for the page's SVG template."""
+
     width: int
     height: int
     baseline: float  # y of the axis
@@ -84,6 +88,8 @@ def demo_chart(card: DemoResultCard, width: int = 600) -> BarChart | None:
 
 @dataclass(frozen=True)
 class Line:
+    """One line of a line chart, as an SVG polyline."""
+
     label: str
     points: str  # "x,y x,y ..." for an SVG polyline
     css: str  # the class that colours it (line0, line1, ...)
@@ -92,6 +98,8 @@ class Line:
 
 @dataclass(frozen=True)
 class LineChart:
+    """A line chart laid out for the page's SVG template."""
+
     width: int
     height: int
     left: float  # x of the y axis

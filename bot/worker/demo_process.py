@@ -7,6 +7,7 @@ this, Celery and the demo's own child process."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -166,7 +167,7 @@ def _failure(stderr: str, code: int, memory_bytes: int | None) -> DemoFailure:
     return DemoFailure(f"The demo refused or failed: {_reason(stderr, code)}", REFUSED if code == 2 else FAILED)
 
 
-def run_demo_process(
+def run_demo_process(  # noqa: C901 - one child's life: start, stream, time out, kill, read its result
     module: str,
     args: tuple[str, ...],
     timeout_s: float,
@@ -283,7 +284,5 @@ def save_charts(out_dir: Path, name: str, outcome: DemoOutcome) -> dict[str, str
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

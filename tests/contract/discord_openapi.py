@@ -83,9 +83,8 @@ class DiscordContract:
         """The operation a request is (None: the document has no such path and method)."""
         parts = path.strip("/").split("/")
         for segments, operations in self._routes.get(len(parts), []):
-            if all(s is None or s == p for s, p in zip(segments, parts, strict=True)):
-                if method.upper() in operations:
-                    return operations[method.upper()]
+            if method.upper() in operations and all(s is None or s == p for s, p in zip(segments, parts, strict=True)):
+                return operations[method.upper()]
         return None
 
     def validator(self, where: str, strict: bool = True) -> Draft202012Validator:

@@ -126,7 +126,7 @@ def test_the_printed_code_executed_saves_the_predicted_bytes() -> None:
     stats, _ = layer_stats(req, SAC_TEST)
     none = stats.costs["none"].saved_per_layer
     predicted = stats.traces["none"].saved + sum(stats.costs[p].saved_per_layer - none for p in assignment)
-    code = emit_code(req, SAC_TEST, assignment)
+    code = emit_code(SAC_TEST, assignment)
     assert "apply_activation_checkpointing(model" in code and "create_selective_checkpoint_contexts" in code
     with cuda_kernels():  # real tensors: the code as a user pastes it
         torch.manual_seed(0)
@@ -146,7 +146,7 @@ def test_the_printed_code_executed_saves_the_predicted_bytes() -> None:
 def test_hf_uniform_plan_prints_gradient_checkpointing_enable_with_context_fn() -> None:
     preset = PRESETS["hf-gpt2"]
     req = Request("hf-gpt2", 2, 64, layers=2)
-    code = emit_code(req, preset, ["sac-mm", "sac-mm"])
+    code = emit_code(preset, ["sac-mm", "sac-mm"])
     assert "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=" in code
     assert '"context_fn": functools.partial(create_selective_checkpoint_contexts, SAVE)' in code
     with FakeTensorMode():

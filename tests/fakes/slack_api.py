@@ -14,6 +14,7 @@ in `contract_violations` and fails the test (tests/conftest.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import itertools
@@ -136,10 +137,8 @@ class FakeSlack:
                 seen = [(c.method, c.params) for c in self.calls[-8:]]
                 raise AssertionError(f"no {count} x {method} {match} within {timeout}s; last calls: {seen}")
             self._changed.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout=0.1)
-            except TimeoutError:
-                pass
 
     async def wait_response(self, name: str, timeout: float = 5.0) -> Call:
         """The first answer through the response_url made with `name`."""

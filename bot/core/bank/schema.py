@@ -265,7 +265,7 @@ def _tests_defined(test_file: Path) -> frozenset[str] | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _tests_in(test_file: Path, mtime_ns: int, size: int) -> frozenset[str] | None:
+def _tests_in(test_file: Path, mtime_ns: int, size: int) -> frozenset[str] | None:  # noqa: ARG001 - cache key
     if not test_file.is_file():
         return None
     source = test_file.read_text(encoding="utf-8", errors="replace")
@@ -323,7 +323,7 @@ class _Entry(BaseModel):
         raise NotImplementedError
 
     @classmethod
-    def own_rules(cls, value: dict[Any, Any]) -> list[InitErrorDetails]:
+    def own_rules(cls, value: dict[Any, Any]) -> list[InitErrorDetails]:  # noqa: ARG003 - subclasses read it
         """The rules across this mapping's fields, reported whatever its fields' problems."""
         return []
 

@@ -26,6 +26,8 @@ TOPICS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Choice:
+    """One answer of a question: its text, whether it is right, and why."""
+
     text: str
     correct: bool
     why: str
@@ -33,6 +35,8 @@ class Choice:
 
 @dataclass(frozen=True)
 class Question:
+    """One question of the bank, as its YAML file holds it."""
+
     id: str
     topic: str
     difficulty: int
@@ -53,6 +57,8 @@ class Question:
 
 @dataclass(frozen=True)
 class Bank:
+    """The questions loaded, in file order, with an index by id."""
+
     questions: tuple[Question, ...]
     by_id: dict[str, Question] = field(default_factory=dict, compare=False, hash=False)
 

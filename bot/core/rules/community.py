@@ -3,6 +3,7 @@ rules for changing them from chat."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -16,12 +17,12 @@ from bot.core.rules.numbers import ascii_int
 CONFIG_KEYS = ("channel", "timezone", "daily_time", "window_hours", "topics", "paused", "web")
 # What chat commands may say instead (Discord's and Slack's /config use the short names).
 CONFIG_ALIASES = {"time": "daily_time", "window": "window_hours", "tz": "timezone", "zone": "timezone"}
-# Admin actions that are not settings: pause/resume set `paused`; post-now opens today's round.
-CONFIG_ACTIONS = ("show", "pause", "resume", "post-now")
 
 
 @dataclass(frozen=True)
 class CommunityConfig:
+    """A community's settings as the rules read them: its schedule, channel, topics, pause and web page."""
+
     id: int
     name: str
     timezone: str
@@ -53,41 +54,69 @@ def parse_setting(key: str, value: str | None) -> SettingChange:
     text = (value or "").strip()
     if not text:
         raise InvalidInput(wording.give_a_value(key))
-    if key == "channel":  # "#study" names the channel study: the '#' is how chat writes it
-        channel = text.lstrip("#").strip()
-        if not channel:
-            raise InvalidInput(wording.give_a_channel(key))
-        return SettingChange("channel_id", channel[:64])
-    if key == "timezone":
-        try:
-            ZoneInfo(text)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise InvalidInput(wording.not_a_time_zone(text)) from None
-        return SettingChange("timezone", text)
-    if key == "daily_time":
-        try:
-            return SettingChange("daily_time", timing.parse_daily_time(text).strftime("%H:%M"))
-        except ValueError:
-            raise InvalidInput(wording.not_a_time_of_day(text)) from None
-    if key == "window_hours":
-        hours = ascii_int(text)
-        if hours is None or not 1 <= hours <= 48:
-            raise InvalidInput(wording.WINDOW_HOURS_RANGE)
-        return SettingChange("window_hours", hours)
-    if key == "topics":
-        if text.lower() == "all":
-            return SettingChange("topics", "")
-        topics = [t.strip().lower() for t in text.split(",") if t.strip()]
-        unknown = [t for t in topics if t not in TOPICS]
-        if unknown:
-            raise InvalidInput(wording.unknown_topic(unknown[0], TOPICS))
-        return SettingChange("topics", ",".join(dict.fromkeys(topics)))
-    if key == "web":
-        if text.lower() in ("public", "private"):
-            return SettingChange("web_public", text.lower() == "public")
-        raise InvalidInput(wording.WEB_PUBLIC_OR_PRIVATE)
+    return _PARSERS[key](text)
+
+
+def _channel(text: str) -> SettingChange:
+    channel = text.lstrip("#").strip()  # "#study" names the channel study: the '#' is how chat writes it
+    if not channel:
+        raise InvalidInput(wording.give_a_channel("channel"))
+    return SettingChange("channel_id", channel[:64])
+
+
+def _timezone(text: str) -> SettingChange:
+    try:
+        ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidInput(wording.not_a_time_zone(text)) from None
+    return SettingChange("timezone", text)
+
+
+def _daily_time(text: str) -> SettingChange:
+    try:
+        return SettingChange("daily_time", timing.parse_daily_time(text).strftime("%H:%M"))
+    except ValueError:
+        raise InvalidInput(wording.not_a_time_of_day(text)) from None
+
+
+def _window_hours(text: str) -> SettingChange:
+    hours = ascii_int(text)
+    if hours is None or not 1 <= hours <= 48:
+        raise InvalidInput(wording.WINDOW_HOURS_RANGE)
+    return SettingChange("window_hours", hours)
+
+
+def _topics(text: str) -> SettingChange:
+    if text.lower() == "all":
+        return SettingChange("topics", "")
+    topics = [t.strip().lower() for t in text.split(",") if t.strip()]
+    unknown = [t for t in topics if t not in TOPICS]
+    if unknown:
+        raise InvalidInput(wording.unknown_topic(unknown[0], TOPICS))
+    return SettingChange("topics", ",".join(dict.fromkeys(topics)))
+
+
+def _web(text: str) -> SettingChange:
+    if text.lower() in ("public", "private"):
+        return SettingChange("web_public", text.lower() == "public")
+    raise InvalidInput(wording.WEB_PUBLIC_OR_PRIVATE)
+
+
+def _paused(text: str) -> SettingChange:
     if text.lower() in ("on", "true", "yes", "1"):
         return SettingChange("paused", True)
     if text.lower() in ("off", "false", "no", "0"):
         return SettingChange("paused", False)
     raise InvalidInput(wording.PAUSED_ON_OR_OFF)
+
+
+# One parser per key of CONFIG_KEYS: the value's text (stripped, not empty) -> the change to store.
+_PARSERS: dict[str, Callable[[str], SettingChange]] = {
+    "channel": _channel,
+    "timezone": _timezone,
+    "daily_time": _daily_time,
+    "window_hours": _window_hours,
+    "topics": _topics,
+    "web": _web,
+    "paused": _paused,
+}

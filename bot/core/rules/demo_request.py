@@ -76,38 +76,43 @@ def parse_demo(text: str) -> DemoRequest:
         if key in seen:
             raise InvalidInput(wording.demo_twice(key[:30]))
         seen.add(key)
-        if key in INT_BOUNDS[name]:
-            low, high = INT_BOUNDS[name][key]
-            whole = ascii_int(value)
-            if whole is None or not low <= whole <= high:
-                raise InvalidInput(wording.demo_whole_number(key, low, high, value[:20]))
-            value = str(whole)
-        elif key in FLOAT_BOUNDS.get(name, {}):
-            low_f, high_f = FLOAT_BOUNDS[name][key]
-            number = float(value) if _NUMBER.fullmatch(value) else math.nan
-            if not low_f <= number <= high_f:
-                raise InvalidInput(wording.demo_number(key, low_f, high_f, value[:20]))
-        elif key in CHOICES[name]:
-            if value not in CHOICES[name][key]:
-                raise InvalidInput(wording.demo_one_of(key, CHOICES[name][key], value[:20]))
-        elif key == "strategies" and name == "checkpoint":
-            names = value.split(",")
-            unknown = [s for s in names if s not in STRATEGIES]
-            if unknown:
-                raise InvalidInput(wording.demo_unknown_strategy(unknown[0][:20], STRATEGIES))
-        elif key == "budgets" and name == "checkpoint":
-            parts = value.split(",")
-            bad = [p for p in parts if not _NUMBER.fullmatch(p) or not 0.0 <= float(p) <= 1.0]
-            if bad or len(parts) > MAX_BUDGETS:
-                raise InvalidInput(wording.demo_budgets((bad or [value])[0][:20], MAX_BUDGETS))
-        else:
-            known = sorted([*INT_BOUNDS[name], *FLOAT_BOUNDS.get(name, {}), *CHOICES[name], *LISTS[name]])
-            raise InvalidInput(wording.demo_unknown_setting(key[:30], known))
-        args += [f"--{key}", value]
+        args += [f"--{key}", _checked_value(name, key, value)]
     request = DemoRequest(module=f"demos.{name}", args=tuple(args))
     if name == "checkpoint":
         _check_combination(_options(request))
     return request
+
+
+def _checked_value(name: str, key: str, value: str) -> str:
+    """Demo `name`'s setting `key=value` as its command line takes it; a sentence when the demo
+    has no such setting or the value is out of its bounds."""
+    if key in INT_BOUNDS[name]:
+        low, high = INT_BOUNDS[name][key]
+        whole = ascii_int(value)
+        if whole is None or not low <= whole <= high:
+            raise InvalidInput(wording.demo_whole_number(key, low, high, value[:20]))
+        return str(whole)
+    if key in FLOAT_BOUNDS.get(name, {}):
+        low_f, high_f = FLOAT_BOUNDS[name][key]
+        number = float(value) if _NUMBER.fullmatch(value) else math.nan
+        if not low_f <= number <= high_f:
+            raise InvalidInput(wording.demo_number(key, low_f, high_f, value[:20]))
+    elif key in CHOICES[name]:
+        if value not in CHOICES[name][key]:
+            raise InvalidInput(wording.demo_one_of(key, CHOICES[name][key], value[:20]))
+    elif key == "strategies" and name == "checkpoint":
+        unknown = [s for s in value.split(",") if s not in STRATEGIES]
+        if unknown:
+            raise InvalidInput(wording.demo_unknown_strategy(unknown[0][:20], STRATEGIES))
+    elif key == "budgets" and name == "checkpoint":
+        parts = value.split(",")
+        bad = [p for p in parts if not _NUMBER.fullmatch(p) or not 0.0 <= float(p) <= 1.0]
+        if bad or len(parts) > MAX_BUDGETS:
+            raise InvalidInput(wording.demo_budgets((bad or [value])[0][:20], MAX_BUDGETS))
+    else:
+        known = sorted([*INT_BOUNDS[name], *FLOAT_BOUNDS.get(name, {}), *CHOICES[name], *LISTS[name]])
+        raise InvalidInput(wording.demo_unknown_setting(key[:30], known))
+    return value
 
 
 def _check_combination(options: dict[str, str]) -> None:

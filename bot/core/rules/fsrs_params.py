@@ -100,11 +100,6 @@ def counted_reviews(log: Iterable[LoggedReview]) -> int:
     return counted
 
 
-def reviews_needed(log: Iterable[LoggedReview]) -> int:
-    """How many more counted reviews the fit needs (0: enough)."""
-    return max(0, MIN_REVIEWS - counted_reviews(log))
-
-
 def valid(parameters: Sequence[float]) -> bool:
     """Whether a parameter list is one the fsrs scheduler accepts (the right length, in bounds)."""
     return len(parameters) == len(DEFAULTS) and all(

@@ -60,11 +60,12 @@ WRONG_KEY = "wrong-key"
 TOO_EASY = "too-easy"
 DEAD_DISTRACTOR = "dead-distractor"
 UNANSWERED = "unanswered"
-FLAGS = (WRONG_KEY, TOO_EASY, DEAD_DISTRACTOR, UNANSWERED)
 
 
 @dataclass(frozen=True)
 class ItemStats:
+    """One question's item analysis: how often it is answered right, how it discriminates, its picks."""
+
     question_id: str
     key: int  # the correct choice's index in the bank file
     answers: int
@@ -260,20 +261,7 @@ def _item(
     share = sum(c.correct for c in counts) / answers
     rates = tuple(n / answers for n in chosen)
 
-    # The rest-score: each member's accuracy on every other question still in the pool.
-    observed: list[tuple[float, MemberPick]] = []
-    if picks is not None:
-        here: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for pick in picks:
-            here[pick.member][0] += pick.answers
-            here[pick.member][1] += pick.correct
-        for pick in picks:
-            gone = outside.get(pick.member, (0, 0))
-            rest_n = pick.member_answers - gone[0] - here[pick.member][0]
-            rest_r = pick.member_correct - gone[1] - here[pick.member][1]
-            if rest_n > 0:
-                observed.append((rest_r / rest_n, pick))
-        observed.sort(key=lambda item: (-item[0], item[1].member, item[1].choice))
+    observed = _rest_scores(picks, outside) if picks is not None else []
     right: list[bool] = []
     scores: list[float] = []
     for score, pick in observed:
@@ -299,6 +287,26 @@ def _item(
         if dead:
             flags.append(DEAD_DISTRACTOR)
     return ItemStats(question.id, key, answers, share, discrimination, rates, tuple(flags), suspect, dead)
+
+
+def _rest_scores(
+    picks: Sequence[MemberPick], outside: Mapping[str, tuple[int, int]]
+) -> list[tuple[float, MemberPick]]:
+    """The rest-score: each member's accuracy on every other question still in the pool, beside
+    each of their picks here, strongest first (members without other answers left out)."""
+    here: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for pick in picks:
+        here[pick.member][0] += pick.answers
+        here[pick.member][1] += pick.correct
+    observed: list[tuple[float, MemberPick]] = []
+    for pick in picks:
+        gone = outside.get(pick.member, (0, 0))
+        rest_n = pick.member_answers - gone[0] - here[pick.member][0]
+        rest_r = pick.member_correct - gone[1] - here[pick.member][1]
+        if rest_n > 0:
+            observed.append((rest_r / rest_n, pick))
+    observed.sort(key=lambda item: (-item[0], item[1].member, item[1].choice))
+    return observed
 
 
 def _suspect_choice(observed: list[tuple[float, MemberPick]], key: int, width: int) -> int | None:

@@ -37,6 +37,8 @@ OVERALL = ""  # the member rating row that is not a topic's
 
 @dataclass(frozen=True)
 class Rating:
+    """An Elo rating (a member's skill or a question's difficulty, in logits) and the answers it rests on."""
+
     value: float
     answers: int
 

@@ -95,11 +95,6 @@ def _same_prompt(prompt: str, existing: Sequence[Question]) -> FieldProblem | No
     return _problem("prompt", f"the community already has this question: {_shown(same)}; ask a different thing")
 
 
-# The fields in the order the console's guided prompts ask them; a field typed is checked on
-# its own (`field_problems`), the whole form again when it is sent.
-STEPS = ("topic", "level", "prompt", "choice", "why", "correct", "trap", "explain", "hint", "refs")
-
-
 def field_problems(form: SuggestionForm, field: str, existing: Sequence[Question] = ()) -> tuple[FieldProblem, ...]:
     """The problems of one field just typed (`field`: a FieldProblem key such as `prompt`,
     `choice_1`, `why_1`, `explain`), judged with what was typed before it; fields not typed

@@ -1,6 +1,6 @@
 """Your misses in Anki, the engine's part: the questions a member missed, or the questions
 revealed in a community, as an AnkiDeck value. bot/anki.py writes the .apkg (the core imports
-neither genanki nor sqlite3). StudyEngine (bot/core/engine.py) mixes this in."""
+neither genanki nor sqlite3). bot/core/engine.py builds it as `engine.anki`."""
 
 from __future__ import annotations
 

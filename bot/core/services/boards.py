@@ -1,6 +1,6 @@
 """The engine's use cases for scores and boards: /score, the member's Home, /leaderboard, the
 weekly post, streaks, and the questions the item analysis flags (shown on the weekly post,
-in /config and on the admin page). StudyEngine (bot/core/engine.py) mixes this in."""
+in /config and on the admin page). bot/core/engine.py builds it as `engine.boards`."""
 
 from __future__ import annotations
 
@@ -146,10 +146,10 @@ class Boards(EngineBase):
         return found
 
     def flag_alerts(self, tx: StoreTx, community_id: int) -> tuple[str, ...]:
-        flagged = self.flagged_lines(tx, community_id, self.now())
+        flagged = self.flagged_lines(tx, community_id)
         return tuple(f"Question {line}" for _, lines in flagged for line in lines)
 
-    def flagged_lines(self, tx: StoreTx, community_id: int, now: datetime) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    def flagged_lines(self, tx: StoreTx, community_id: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """Each flagged question with what the item analysis says of it, choices by their text."""
         found = []
         for stats in self.flagged(tx, community_id):

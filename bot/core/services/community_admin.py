@@ -1,6 +1,6 @@
 """The engine's use cases for a community's admins and its members' data: /config (show or
 change a setting, pause, resume, post now, the members' questions queue), /forget-me, the
-CSV export and the list of communities. StudyEngine (bot/core/engine.py) mixes this in."""
+CSV export and the list of communities. bot/core/engine.py builds it as `engine.admin`."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ ADMIN_PAUSED = "paused-before"
 
 
 class CommunityAdmin(EngineBase):
-    """/forget-me, /config and the export, for StudyEngine."""
+    """/forget-me, /config and the export."""
 
     def __init__(self, shared: Shared, rounds: Rounds, outbox: Outbox, boards: Boards, practice: Practice) -> None:
         super().__init__(shared)

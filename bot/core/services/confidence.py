@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 # A button's id: "sb1:cf:<round>:<s|u>" (well under Discord's 100 characters).
 class Confidence(EngineBase):
-    """How sure a member was, and the review re-graded by it, for StudyEngine."""
+    """How sure a member was, and the review re-graded by it."""
 
     def __init__(self, shared: Shared, fsrs: CommunityFsrs, rounds: Rounds) -> None:
         super().__init__(shared)

@@ -32,7 +32,7 @@ class _Planned:
 
 
 class DailyBatch(EngineBase):
-    """`open_dailies`, for StudyEngine."""
+    """`open_dailies`."""
 
     def __init__(self, shared: Shared, rounds: Rounds) -> None:
         super().__init__(shared)
@@ -40,7 +40,10 @@ class DailyBatch(EngineBase):
 
 
 
-    def open_dailies(self, wanted: Sequence[tuple[ChannelRef, bool]]) -> list[QuestionCard | AlreadyOpen]:
+    # Complex (C901): one unit of work that reads, plans each channel, inserts and queues the posts.
+    def open_dailies(  # noqa: C901
+        self, wanted: Sequence[tuple[ChannelRef, bool]]
+    ) -> list[QuestionCard | AlreadyOpen]:
         """Open today's round in each channel (`late` as `open_daily` takes it), each at most
         once, and queue their posts, all in one unit of work: what `open_daily` would return
         for each, in the order asked. The unique daily key still decides: a round opened

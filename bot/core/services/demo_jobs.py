@@ -1,6 +1,6 @@
 """The engine's use cases for demo jobs: a member's /demo request (validated, rate-limited,
 queued), and what a runner reports (claimed, progress, finished, failed), each result
-queued as a post in the channel that asked. StudyEngine (bot/core/engine.py) mixes this in."""
+queued as a post in the channel that asked. bot/core/engine.py builds it as `engine.demos`."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _rows(progress: str) -> int:
 
 
 class DemoJobs(EngineBase):
-    """/demo requests and what the demo runners report, for StudyEngine."""
+    """/demo requests and what the demo runners report."""
 
     def __init__(self, shared: Shared, policy: DemoPolicy | None = None) -> None:
         super().__init__(shared)

@@ -1,6 +1,6 @@
 """The engine's use cases of a community's fitted FSRS parameters: which ones its scheduler
 uses (read at every review, kept a minute), its review log for the worker's fit, the fit's
-outcome, and the weekly fit's claim. StudyEngine (bot/core/engine.py) mixes this in."""
+outcome, and the weekly fit's claim. bot/core/engine.py builds it as `engine.fsrs`."""
 
 from __future__ import annotations
 
@@ -43,15 +43,13 @@ def config_pair(tx: StoreTx, community_id: int) -> tuple[str, str]:
 
 
 class CommunityFsrs(EngineBase):
-    """A community's FSRS parameters, for StudyEngine."""
+    """A community's FSRS parameters."""
 
     def __init__(self, shared: Shared) -> None:
         super().__init__(shared)
         # Fitted parameters, read again after MEMO_S; the lock because engine calls run on many threads.
         self._fsrs_memo: TTLCache[int, Parameters | None] = TTLCache(maxsize=MEMO_COMMUNITIES, ttl=MEMO_S)
         self._fsrs_memo_lock = threading.Lock()
-
-
 
     def community_parameters(self, community_id: int) -> Parameters | None:
         """The FSRS parameters the community's reviews are scheduled with (None: the defaults)."""

@@ -1,7 +1,7 @@
 """Guess, then run: while a checkpoint demo of `none` and `block` waits for its first figure,
 members guess how much less peak memory block checkpointing needs than none (under 25%,
 25-50%, 50-75%, over 75%), one guess each, kept in the database; the result names who
-guessed right from the measured peaks. StudyEngine (bot/core/engine.py) mixes this in."""
+guessed right from the measured peaks. bot/core/engine.py builds it as `engine.guesses`."""
 
 from __future__ import annotations
 

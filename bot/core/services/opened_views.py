@@ -1,7 +1,7 @@
 """The forms (Slack's modals) the bot opened: noted when opened, so that a submission for a
 form the bot never opened, or opened for someone else, is refused. Who it was opened for is
 kept as the salted hash /forget-me uses for forgotten answers (`_forget_key`), never the
-member's id; rows go after VIEW_MEMORY. StudyEngine (bot/core/engine.py) mixes this in."""
+member's id; rows go after VIEW_MEMORY. bot/core/engine.py builds it as `engine.views`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ VIEW_MEMORY = timedelta(days=1)
 
 
 class OpenedViews(EngineBase):
-    """view_opened and view_submitted, for StudyEngine."""
+    """view_opened and view_submitted."""
 
     def view_opened(self, user: UserRef, view_id: str, callback_id: str, reply_url: str | None = None) -> None:
         """Note a form the bot opened for `user` (and where its answer may be sent back)."""

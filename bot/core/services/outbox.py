@@ -1,7 +1,7 @@
 """The engine's use cases for the outbox: a platform's deliverer claims the posts due (their
 cards rebuilt from the database), says which were delivered and which failed (retried with
-backoff, or given up), and admins read what could not be posted. StudyEngine
-(bot/core/engine.py) mixes this in."""
+backoff, or given up), and admins read what could not be posted. bot/core/engine.py builds it
+as `engine.outbox`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The engine's use cases for members' questions (/suggest, the admins' queue, export) and
-practice (/quiz at the member's level, /review, ratings, levels per topic). StudyEngine
-(bot/core/engine.py) mixes this in; it reaches the database only through StoreTx."""
+practice (/quiz at the member's level, /review, ratings, levels per topic). bot/core/engine.py builds it
+as `engine.practice`; it reaches the database only through StoreTx's feature ports."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def decode_draft(custom_id: str, prefix: str = SUGGEST_PREFIX) -> int | None:
 
 
 class Practice(EngineBase):
-    """Members' questions and practice, for StudyEngine."""
+    """Members' questions and practice."""
 
     def __init__(
         self, shared: Shared, policy: PracticePolicy | None = None, suggestions: SuggestionPolicy | None = None

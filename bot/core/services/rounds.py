@@ -1,6 +1,6 @@
-"""The engine's use cases for rounds: open the daily round, score answers (a button, a text
-reply, a reply in the question's thread), close a round and reveal it. StudyEngine
-(bot/core/engine.py) mixes this in."""
+"""The engine's use cases for rounds: open the daily round, decide which round a line of text
+answers and score the answer, close a round and reveal it. Answers (answers.py) is the entry
+for a click or a line; bot/core/engine.py builds this service as `engine.rounds`."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from bot.core.rules.community import CommunityConfig
 from bot.core.rules.text import MAX_TEXT, clean_name, looks_like_any_letter, looks_like_letter, parse_choice
 from bot.core.rules.timing import as_utc, daily_moment
 from bot.core.services.base import EngineBase, Shared
-from bot.core.services.boards import Boards
 from bot.core.services.fsrs_community import CommunityFsrs
 from bot.core.services.practice import Practice
 from bot.core.services.streak_repair import Streaks
@@ -87,16 +86,15 @@ def low_bank_note(unasked_left: int) -> str | None:
 
 
 class Rounds(EngineBase):
-    """The daily round, answers (buttons, text, thread replies) and the reveal, for StudyEngine."""
+    """The daily round, scoring an answer and the reveal."""
 
     def __init__(
-        self, shared: Shared, practice: Practice, fsrs: CommunityFsrs, streaks: Streaks, boards: Boards
+        self, shared: Shared, practice: Practice, fsrs: CommunityFsrs, streaks: Streaks
     ) -> None:
         super().__init__(shared)
         self.practice = practice
         self.fsrs = fsrs
         self.streaks = streaks
-        self.boards = boards
 
     # ------------------------------------------------------------- daily round
 
@@ -277,7 +275,8 @@ class Rounds(EngineBase):
             new_state, due = miss_card(card_id) if miss_card else spaced.first_miss(card_id, now, parameters)
             tx.reviews.add_review(member_id, question_id, new_state, due)
 
-    def answer_text(
+    # Complex (C901): the one place that decides what a line answers, each case in its order.
+    def answer_text(  # noqa: C901
         self,
         user: UserRef,
         channel: ChannelRef | None,

@@ -1,4 +1,4 @@
-"""What the scheduler reads, for StudyEngine: the communities a process serves (by scope,
+"""What the scheduler reads: the communities a process serves (by scope,
 by version, by id, one by key), their next closes, due reveals and today's claims, each in
 one query however many communities there are."""
 

@@ -1,7 +1,7 @@
 """Streak repair: a member who missed one daily round earns that day back for their streak by
 clearing every review due to them (answering the last one due) within 48 hours of the round's
 close, at most once a week. A repaired day counts in the streak (/score, the member's page);
-it earns no points and no streak bonus. StudyEngine (bot/core/engine.py) mixes this in."""
+it earns no points and no streak bonus. bot/core/engine.py builds it as `engine.streaks`."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ class DailyDay:
 
 @dataclass(frozen=True)
 class StreakState:
+    """A member's daily streak, the days repaired, and the repair still on offer."""
+
     streak: int
     best: int
     repaired: tuple[str, ...]  # the local dates of the repaired days, newest first
@@ -82,7 +84,7 @@ def repair_open(miss: DailyDay, last_repair: datetime | None, now: datetime) -> 
 
 
 class Streaks(EngineBase):
-    """Streaks with their repaired days, and the repair earned by a review, for StudyEngine."""
+    """Streaks with their repaired days, and the repair earned by a review."""
 
     def state(self, tx: StoreTx, community: CommunityConfig, member_id: int, now: datetime) -> StreakState:
         """The member's streak and best streak (repaired days counted), their repaired days,

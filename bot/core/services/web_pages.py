@@ -1,6 +1,6 @@
 """The engine's use cases for the study web page: the leaderboard, a member's progress, the
 bank as study material, demos and the admin page, each one read-only unit of work (the
-values come from bot/core/rules/pages.py). StudyEngine (bot/core/engine.py) mixes this in."""
+values come from bot/core/rules/pages.py). bot/core/engine.py builds it as `engine.web`."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ class WebPages(EngineBase):
             alerts = tuple(self.outbox.alerts(tx, tx.outbox.undelivered(config.id)))
             jobs = tx.demos.community_demos(config.id, 20)
             closes = tx.rounds.next_close(config.id)
-            flagged = self.boards.flagged_lines(tx, config.id, now)
+            flagged = self.boards.flagged_lines(tx, config.id)
             community_calibration = calibration(tx.confidence.confidence_counts(community_id=config.id))
             fsrs = config_pair(tx, config.id)
         daily, weekly = pages.next_runs(config, now)

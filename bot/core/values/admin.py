@@ -15,12 +15,16 @@ class ConfirmForget:
 
 @dataclass(frozen=True)
 class Forgotten:
+    """What `forget me` deleted."""
+
     user: str
     answers_deleted: int
 
 
 @dataclass(frozen=True)
 class ConfigCard:
+    """A community's settings as /config shows them, with what changed and what needs an admin."""
+
     community: str
     settings: tuple[tuple[str, str], ...]
     changed: str | None = None

@@ -13,6 +13,8 @@ from .rounds import AlreadyAnswered, AnswerFeedback, RoundClosed
 
 @dataclass(frozen=True)
 class StatsLine:
+    """Answers and right answers of one kind (daily, practice...)."""
+
     answered: int
     correct: int
 
@@ -23,6 +25,8 @@ class StatsLine:
 
 @dataclass(frozen=True)
 class ScoreCard:
+    """A member's /score: this week's points and rank, all-time points, and accuracy by kind."""
+
     user: str
     week: str
     week_points: int
@@ -67,6 +71,8 @@ class Calibration:
 
 @dataclass(frozen=True)
 class LeaderboardRow:
+    """One line of a leaderboard."""
+
     rank: int
     user: str
     points: int
@@ -74,6 +80,8 @@ class LeaderboardRow:
 
 @dataclass(frozen=True)
 class LeaderboardCard:
+    """A community's leaderboard for a week or for all time."""
+
     community: str
     scope: str  # an ISO week such as "2026-W48", or "all"
     rows: tuple[LeaderboardRow, ...]

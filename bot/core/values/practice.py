@@ -79,6 +79,8 @@ class SuggestionDraft:
 
 @dataclass(frozen=True)
 class SuggestionReceived:
+    """The reply to a member who suggested a question."""
+
     suggestion_id: int
     number: int  # its number in the community, as members and admins see and type it
     prompt: str
@@ -108,6 +110,8 @@ class SuggestionItem:
 
 @dataclass(frozen=True)
 class SuggestionQueue:
+    """The suggestions waiting for an admin's review."""
+
     community: str
     items: tuple[SuggestionItem, ...]
     waiting: int  # in all (items shows the oldest few)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class UserRef:
+    """A member as a platform names them."""
+
     platform: str
     community_id: str
     user_id: str
@@ -15,6 +17,8 @@ class UserRef:
 
 @dataclass(frozen=True)
 class ChannelRef:
+    """A channel as a platform names it."""
+
     platform: str
     community_id: str
     channel_id: str
@@ -22,5 +26,7 @@ class ChannelRef:
 
 @dataclass(frozen=True)
 class CommunityRef:
+    """A community (a Discord guild, a Slack workspace, the console) as a platform names it."""
+
     platform: str
     community_id: str

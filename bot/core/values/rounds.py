@@ -85,6 +85,8 @@ class AlreadyNoted:
 
 @dataclass(frozen=True)
 class AlreadyAnswered:
+    """The reply to a second answer to a round: the first one counts."""
+
     round_id: int  # the row's id, shared by every community: buttons carry it, nobody sees it
     number: int  # the round's number in its community, as members see it (#1, #2...)
     chosen: str | None  # None: answered before the member asked to be forgotten
@@ -101,6 +103,8 @@ class RoundClosed:
 
 @dataclass(frozen=True)
 class ChoiceReveal:
+    """One choice of a revealed round: its letter, text, whether right, why, and how many chose it."""
+
     letter: str
     text: str
     correct: bool
@@ -110,6 +114,8 @@ class ChoiceReveal:
 
 @dataclass(frozen=True)
 class RevealCard:
+    """A round's reveal: the answer, each choice's why and count, and who was right."""
+
     round_id: int  # the row's id, shared by every community: buttons carry it, nobody sees it
     number: int  # the round's number in its community, as members see it (#1, #2...)
     question_id: str

@@ -51,12 +51,16 @@ class LeaderboardPage:
 
 @dataclass(frozen=True)
 class WeekPoints:
+    """A member's points in one ISO week."""
+
     week: str
     points: int
 
 
 @dataclass(frozen=True)
 class TopicAccuracy:
+    """A member's answers and right answers on one topic."""
+
     topic: str
     answered: int
     correct: int
@@ -84,6 +88,8 @@ class MissedQuestion:
 
 @dataclass(frozen=True)
 class MemberPage:
+    """Everything the member's web page shows."""
+
     community: WebCommunity
     score: ScoreCard
     weeks: tuple[WeekPoints, ...]  # oldest first, weeks without points included
@@ -94,6 +100,8 @@ class MemberPage:
 
 @dataclass(frozen=True)
 class BankEntry:
+    """One question as the web page's question bank lists it."""
+
     question_id: str
     topic: str
     difficulty: int
@@ -130,6 +138,8 @@ class AnkiDeck:
 
 @dataclass(frozen=True)
 class DemoEntry:
+    """One demo job as the web page's demo list shows it."""
+
     job_id: int  # the row's id, shared by every community: buttons and files carry it
     number: int  # its number in its community, as members see it (Demo #1)
     module: str
@@ -144,12 +154,16 @@ class DemoEntry:
 
 @dataclass(frozen=True)
 class DemosPage:
+    """The community's demos page."""
+
     community: WebCommunity
     demos: tuple[DemoEntry, ...]  # newest first
 
 
 @dataclass(frozen=True)
 class AdminPage:
+    """The community's admin page: settings, the next scheduled posts, and alerts."""
+
     community: WebCommunity
     settings: tuple[tuple[str, str], ...]
     next_daily: datetime | None  # the next daily round's time (UTC), None when paused or no channel

@@ -170,7 +170,8 @@ class DiscordApp:
         async with self._handling.track():
             try:
                 await handler(interaction)
-            except Exception as exc:
+            # Broad by design: every interaction is answered; guard.failed logs the traceback.
+            except Exception as exc:  # noqa: BLE001
                 await self.guard.failed(interaction, exc)
 
     async def settled(self) -> None:

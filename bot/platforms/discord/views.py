@@ -19,6 +19,8 @@ TEMPLATE = r"sb1:.{1,96}"
 
 
 class AnswerButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TEMPLATE):
+    """An answer button that outlives a restart: discord.py rebuilds it from its custom id."""
+
     def __init__(
         self,
         custom_id: str,
@@ -30,7 +32,7 @@ class AnswerButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TEMP
 
     @classmethod
     async def from_custom_id(
-        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
+        cls, _interaction: discord.Interaction[Any], _item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> AnswerButton:
         return cls(match.group(0))
 

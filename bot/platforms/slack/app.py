@@ -34,6 +34,7 @@ from bot.core.values import (
     RevealCard,
     SuggestionDecided,
 )
+from bot.errors import OperatorError
 from bot.platforms.runtime import Runtime
 from bot.platforms.slack import forms, render
 from bot.platforms.slack.blocks import SlackMessage
@@ -80,8 +81,9 @@ class SlackBot:
             from bot.platforms.slack.oauth import oauth_settings
 
             if runtime.database is None:
-                raise ValueError("Slack's OAuth installs need the bot's database (bot/wiring.py build_runtime).")
-            oauth, self.installations = oauth_settings(settings, runtime.database.writer)
+                raise OperatorError("Slack's OAuth installs need the bot's database (bot/wiring.py build_runtime).")
+            database = runtime.database
+            oauth, self.installations = oauth_settings(settings, database.writer, database.write_gate)
             self.client = AsyncWebClient(base_url=self.api_url)
             self.app = AsyncApp(
                 signing_secret=signing_secret,

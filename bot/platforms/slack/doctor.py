@@ -82,7 +82,7 @@ def _manifest_scopes() -> list[str]:
     return [str(s) for s in data["oauth_config"]["scopes"]["bot"]]
 
 
-def check_offline(settings: Settings) -> list[Check]:
+def check_offline() -> list[Check]:
     manifest = _manifest_scopes()
     if sorted(manifest) != sorted(BOT_SCOPES):
         return [
@@ -102,7 +102,7 @@ def check_online(settings: Settings, http: JsonHttp) -> list[Check]:
     checks: list[Check] = []
     bot = secret_value(settings.slack_bot_token)
     if bot is None:  # a distributed app: each workspace's token is in the database
-        return check_offline(settings)
+        return check_offline()
     try:
         status, body, headers = http.call("POST", f"{api}auth.test", {"Authorization": f"Bearer {bot}"}, b"")
     except (urllib.error.URLError, OSError) as exc:
@@ -167,4 +167,4 @@ def check_platform(settings: Settings, online: bool, http: JsonHttp) -> list[Che
         return []
     if online and (bot is None or bot.startswith("xoxb-")):
         return check_online(settings, http)
-    return check_offline(settings)
+    return check_offline()

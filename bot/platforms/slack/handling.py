@@ -59,7 +59,9 @@ class Handling:
         async with self._handling.track():
             try:
                 await work()
-            except Exception as exc:
+            # Broad by design: a listener's failure is logged (report_incident, with its
+            # traceback) and the waiting user told, whatever it was.
+            except Exception as exc:  # noqa: BLE001
                 incident = report_incident(f"slack {what}")
                 if reply is not None:
                     try:
@@ -112,5 +114,5 @@ class Handling:
         is logged, the feedback is already with the member and the next opening publishes it."""
         try:
             await client.views_publish(user_id=user_id, view=render.home(card))
-        except Exception as exc:
-            log.info("publishing the App Home of %s after an answer failed: %s", user_id, exc)
+        except Exception as exc:  # Slack's error or the network's: the member has the feedback already
+            log.info("publishing the App Home of %s after an answer failed: %s", user_id, exc, exc_info=True)

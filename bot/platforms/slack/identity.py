@@ -32,8 +32,8 @@ class Identity:
         if self._own is None:
             try:
                 auth = await self.client.auth_test()
-            except Exception as exc:
-                log.warning("auth.test failed: %s", exc)
+            except Exception as exc:  # Slack's error or the network's: asked again next time
+                log.warning("auth.test failed: %s", exc, exc_info=True)
                 return None
             self._own = (str(auth.get("team_id") or ""), auth.get("enterprise_id") or None)
         return self._own
@@ -71,8 +71,8 @@ class Identity:
             user = info.get("user") or {}
             profile = user.get("profile") or {}
             name = profile.get("display_name") or profile.get("real_name") or user.get("name") or user_id
-        except Exception as exc:
-            log.info("users.info for %s failed: %s", user_id, exc)
+        except Exception as exc:  # Slack's error or the network's: the id stands in for the name
+            log.info("users.info for %s failed: %s", user_id, exc, exc_info=True)
             return user_id
         self._remember(community, user_id, str(name))
         return str(name)

@@ -20,7 +20,11 @@ class DropMalformed(AsyncMiddleware):
     middleware is called without that argument building."""
 
     async def async_process(
-        self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
+        self,
+        *,
+        req: AsyncBoltRequest,
+        resp: BoltResponse,  # noqa: ARG002 - Bolt passes it by this name; not needed here
+        next: Callable[[], Awaitable[BoltResponse]],
     ) -> BoltResponse:
         body = req.body or {}
         if body.get("type") == "block_actions":
@@ -42,7 +46,11 @@ class OwnWorkspaceOnly(AsyncMiddleware):
         self.identity = identity
 
     async def async_process(
-        self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
+        self,
+        *,
+        req: AsyncBoltRequest,
+        resp: BoltResponse,  # noqa: ARG002 - Bolt passes it by this name; not needed here
+        next: Callable[[], Awaitable[BoltResponse]],
     ) -> BoltResponse:
         team, enterprise = req.context.team_id, req.context.enterprise_id
         if not team and not enterprise:  # url_verification, ssl_check: no workspace to check

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
@@ -34,21 +36,41 @@ BOT_SCOPES = (
 STATE_EXPIRATION_S = 600
 
 
-class ThreadedInstallationStore(AsyncInstallationStore):
-    """slack_sdk's SQLAlchemyInstallationStore for an AsyncApp: each call in a worker thread."""
+WriteGate = Callable[[], AbstractContextManager[None]]
 
-    def __init__(self, store: SQLAlchemyInstallationStore) -> None:
+
+def _no_gate() -> AbstractContextManager[None]:
+    return nullcontext()
+
+
+def _gated(gate: WriteGate, write: Callable[..., Any]) -> Callable[..., Any]:
+    """`write` run inside the bot's write gate: on SQLite one writer at a time, the same turn the
+    engine's units of work take, so an install never meets a 'database is locked'."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with gate():
+            return write(*args, **kwargs)
+
+    return run
+
+
+class ThreadedInstallationStore(AsyncInstallationStore):
+    """slack_sdk's SQLAlchemyInstallationStore for an AsyncApp: each call in a worker thread, each
+    write inside the bot's write gate (the database's one writer on SQLite)."""
+
+    def __init__(self, store: SQLAlchemyInstallationStore, gate: WriteGate = _no_gate) -> None:
         self.store = store
+        self.gate = gate
 
     @property
     def logger(self) -> logging.Logger:
         return self.store.logger
 
     async def async_save(self, installation: Installation) -> None:
-        await asyncio.to_thread(self.store.save, installation)
+        await asyncio.to_thread(_gated(self.gate, self.store.save), installation)
 
     async def async_save_bot(self, bot: Bot) -> None:
-        await asyncio.to_thread(self.store.save_bot, bot)
+        await asyncio.to_thread(_gated(self.gate, self.store.save_bot), bot)
 
     async def async_find_bot(
         self, *, enterprise_id: str | None, team_id: str | None, is_enterprise_install: bool | None = False
@@ -77,43 +99,47 @@ class ThreadedInstallationStore(AsyncInstallationStore):
         )
 
     async def async_delete_bot(self, *, enterprise_id: str | None, team_id: str | None) -> None:
-        await asyncio.to_thread(self.store.delete_bot, enterprise_id=enterprise_id, team_id=team_id)
+        await asyncio.to_thread(_gated(self.gate, self.store.delete_bot), enterprise_id=enterprise_id, team_id=team_id)
 
     async def async_delete_installation(
         self, *, enterprise_id: str | None, team_id: str | None, user_id: str | None = None
     ) -> None:
-        await asyncio.to_thread(
-            self.store.delete_installation, enterprise_id=enterprise_id, team_id=team_id, user_id=user_id
-        )
+        delete = _gated(self.gate, self.store.delete_installation)
+        await asyncio.to_thread(delete, enterprise_id=enterprise_id, team_id=team_id, user_id=user_id)
 
     async def async_delete_all(self, *, enterprise_id: str | None, team_id: str | None) -> None:
-        await asyncio.to_thread(self.store.delete_all, enterprise_id=enterprise_id, team_id=team_id)
+        await asyncio.to_thread(_gated(self.gate, self.store.delete_all), enterprise_id=enterprise_id, team_id=team_id)
 
 
 class ThreadedStateStore(AsyncOAuthStateStore):
-    """slack_sdk's SQLAlchemyOAuthStateStore for an AsyncApp: each call in a worker thread."""
+    """slack_sdk's SQLAlchemyOAuthStateStore for an AsyncApp: each call in a worker thread, inside
+    the bot's write gate (both calls write)."""
 
-    def __init__(self, store: SQLAlchemyOAuthStateStore) -> None:
+    def __init__(self, store: SQLAlchemyOAuthStateStore, gate: WriteGate = _no_gate) -> None:
         self.store = store
+        self.gate = gate
 
     @property
     def logger(self) -> logging.Logger:
         return self.store.logger
 
     async def async_issue(self, *args: Any, **kwargs: Any) -> str:
-        return await asyncio.to_thread(self.store.issue, *args, **kwargs)
+        return await asyncio.to_thread(_gated(self.gate, self.store.issue), *args, **kwargs)
 
     async def async_consume(self, state: str) -> bool:
-        return await asyncio.to_thread(self.store.consume, state)
+        return await asyncio.to_thread(_gated(self.gate, self.store.consume), state)
 
 
-def oauth_settings(settings: Settings, engine: Engine) -> tuple[AsyncOAuthSettings, ThreadedInstallationStore]:
-    """Bolt's OAuth settings for a distributed app, its stores on `engine` (the bot's database)."""
+def oauth_settings(
+    settings: Settings, engine: Engine, gate: WriteGate = _no_gate
+) -> tuple[AsyncOAuthSettings, ThreadedInstallationStore]:
+    """Bolt's OAuth settings for a distributed app, its stores on `engine` (the bot's database),
+    their writes inside `gate` (the database's write gate)."""
     assert settings.slack_client_id is not None and settings.slack_client_secret is not None
     installations = ThreadedInstallationStore(
-        SQLAlchemyInstallationStore(client_id=settings.slack_client_id, engine=engine, logger=log)
+        SQLAlchemyInstallationStore(client_id=settings.slack_client_id, engine=engine, logger=log), gate
     )
-    states = ThreadedStateStore(SQLAlchemyOAuthStateStore(STATE_EXPIRATION_S, engine, logger=log))
+    states = ThreadedStateStore(SQLAlchemyOAuthStateStore(STATE_EXPIRATION_S, engine, logger=log), gate)
     return (
         AsyncOAuthSettings(
             client_id=settings.slack_client_id,

@@ -25,7 +25,7 @@ CONFIG_COMMAND = "/studybot-config"
 HELP_COMMAND = "/studybot-help"
 # Slack's name for each command of the shared table (the table's own name where not listed).
 SLACK_NAMES = {"config": CONFIG_COMMAND, "help": HELP_COMMAND}
-TABLE_NAMES = {f"/{c.name}" if c.name not in SLACK_NAMES else SLACK_NAMES[c.name]: c.name for c in commands.TABLE}
+TABLE_NAMES = {SLACK_NAMES.get(c.name, f"/{c.name}"): c.name for c in commands.TABLE}
 # Everything the app registers; manifest.yml declares exactly these (a test checks both ways).
 COMMANDS = tuple(slack for slack, name in TABLE_NAMES.items() if commands.lookup(name, PLATFORM) is not None)
 _CHANNEL_MENTION = re.compile(r"^<#([CGD][A-Z0-9]{1,30})(\|[^>]*)?>$")
