@@ -13,6 +13,9 @@ TEST_STAMP := $(VENV)/.installed-test
 # CPU-only machine run e.g. `make run TORCH_INDEX=https://download.pytorch.org/whl/cpu`.
 TORCH_INDEX ?=
 TORCH_FLAGS := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
+# No bytecode compiled at install: Python compiles each module the first time it is imported,
+# so only what runs is compiled (torch, transformers and pandas hold thousands never imported).
+PIP_FLAGS ?= --no-compile
 
 .PHONY: run test lint bench clean
 
@@ -21,12 +24,12 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install $(TORCH_FLAGS) torch==2.13.0
-	$(BIN)/python -m pip install -e '.[demo]'
+	$(BIN)/python -m pip install $(PIP_FLAGS) $(TORCH_FLAGS) torch==2.13.0
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[demo]'
 	touch $(RUN_STAMP)
 
 $(TEST_STAMP): $(RUN_STAMP)
-	$(BIN)/python -m pip install -e '.[demo,dev]'
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[demo,dev]'
 	touch $(TEST_STAMP)
 
 run: $(RUN_STAMP)
