@@ -8,6 +8,7 @@ import base64
 import binascii
 import re
 import urllib.error
+from typing import Any
 
 from bot.config import Settings
 from bot.core.rules.numbers import ascii_int
@@ -94,6 +95,24 @@ def check_offline() -> list[Check]:
     return [intents, permissions]
 
 
+def _intents_check(application: Any) -> Check:
+    """Intents: each privileged one the bot asks for needs its flag on the application
+    (`application`: Discord's answer to /oauth2/applications/@me)."""
+    flags = int(application.get("flags") or 0) if isinstance(application, dict) else 0
+    asked = _asked_intents()
+    missing = [
+        PRIVILEGED_INTENTS[n][0] for n in asked if n in PRIVILEGED_INTENTS and not flags & PRIVILEGED_INTENTS[n][1]
+    ]
+    if missing:
+        return Check(
+            "discord intents",
+            "fail",
+            f"the bot asks for {', '.join(missing)}, which the application does not allow",
+            "turn it on in the Developer Portal (Bot -> Privileged Gateway Intents)",
+        )
+    return Check("discord intents", "ok", f"asks for {', '.join(asked)}; the application allows them")
+
+
 def check_online(settings: Settings, http: JsonHttp) -> list[Check]:
     token = secret_value(settings.discord_token)
     assert token is not None
@@ -122,24 +141,8 @@ def check_online(settings: Settings, http: JsonHttp) -> list[Check]:
     if status != 200 or not isinstance(me, dict):
         return [Check("discord api", "fail", f"{api}/users/@me answered {status}", "try again later")]
     checks = [Check("discord api", "ok", f"logged in as {str(me.get('username', '?'))[:40]} (id {me.get('id')})")]
-    # Intents: each privileged one the bot asks for needs its flag on the application.
     _, application, _ = http.call("GET", f"{api}/oauth2/applications/@me", auth)
-    flags = int(application.get("flags") or 0) if isinstance(application, dict) else 0
-    asked = _asked_intents()
-    missing = [
-        PRIVILEGED_INTENTS[n][0] for n in asked if n in PRIVILEGED_INTENTS and not flags & PRIVILEGED_INTENTS[n][1]
-    ]
-    if missing:
-        checks.append(
-            Check(
-                "discord intents",
-                "fail",
-                f"the bot asks for {', '.join(missing)}, which the application does not allow",
-                "turn it on in the Developer Portal (Bot -> Privileged Gateway Intents)",
-            )
-        )
-    else:
-        checks.append(Check("discord intents", "ok", f"asks for {', '.join(asked)}; the application allows them"))
+    checks.append(_intents_check(application))
     # Permissions, server by server (the bot's server-wide permissions; channel overrides can still deny).
     status, guilds, _ = http.call("GET", f"{api}/users/@me/guilds", auth)
     if status != 200 or not isinstance(guilds, list):
