@@ -13,9 +13,9 @@ TEST_STAMP := $(VENV)/.installed-test
 # CPU-only machine run e.g. `make run TORCH_INDEX=https://download.pytorch.org/whl/cpu`.
 TORCH_INDEX ?=
 TORCH_FLAGS := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
-# No bytecode compiled at install: Python compiles each module the first time it is imported,
-# so only what runs is compiled (torch, transformers and pandas hold thousands never imported).
-PIP_FLAGS ?= --no-compile
+# Extra flags for pip (e.g. PIP_FLAGS=--no-compile). Installing without bytecode was tried: the
+# suite's many short-lived processes then compile on import, and `make test` took longer.
+PIP_FLAGS ?=
 
 .PHONY: run test lint bench clean
 
