@@ -41,12 +41,12 @@ def test_the_newcomers_path_from_the_readme_to_a_first_answer(tmp_path: Path) ->
     fresh = tmp_path / "fresh-venv"
     run_steps = make_dry_run("run", fresh)
     installs = [line for line in run_steps if "pip install" in line and "--upgrade pip" not in line]
-    assert any(re.search(r"pip install (--no-compile )?-e '\.\[demo\]'$", line) for line in installs), run_steps
+    assert any(re.search(r"pip install +(--no-compile +)?-e '\.\[demo\]'$", line) for line in installs), run_steps
     assert all(" -q" not in line for line in installs)  # the big installs show their progress
     assert not any("dev" in line for line in run_steps)
     assert run_steps[-1].endswith("studybot run")
     test_steps = make_dry_run("test", fresh)
-    assert any(re.search(r"pip install (--no-compile )?-e '\.\[demo,dev\]'$", line) for line in test_steps)
+    assert any(re.search(r"pip install +(--no-compile +)?-e '\.\[demo,dev\]'$", line) for line in test_steps)
     # 3. a fresh SQLite console, as `studybot console`: /help, /daily, an answer
     done = run_studybot(tmp_path, ["console"], stdin="/help\n/daily\ndaily a\n", process=True)
     assert done.returncode == 0, done.stderr
