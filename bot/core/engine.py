@@ -21,10 +21,9 @@ from bot.core import wording
 from bot.core.bank import Bank
 from bot.core.errors import InvalidInput
 from bot.core.ports import Links, Store
-from bot.core.rules.timing import as_utc
 from bot.core.services.anki_export import AnkiExport
 from bot.core.services.answers import Answers
-from bot.core.services.base import Shared
+from bot.core.services.base import Shared, SharedView
 from bot.core.services.boards import Boards
 from bot.core.services.community_admin import CommunityAdmin
 from bot.core.services.confidence import Confidence
@@ -48,7 +47,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class StudyEngine:
+class StudyEngine(SharedView):
     """The study bot's rules, as feature services: `engine.rounds.open_daily(...)`,
     `engine.answers.click(...)`, `engine.boards.leaderboard(...)`. Each service method is one
     use case and one unit of work."""
@@ -87,14 +86,7 @@ class StudyEngine:
         self.views = OpenedViews(shared)
 
     # ------------------------------------------------------ what services share
-
-    @property
-    def store(self) -> Store:
-        return self.shared.store
-
-    @property
-    def bank(self) -> Bank:
-        return self.shared.bank
+    # store, bank, clock, the defaults and now() come from SharedView, as every service's do
 
     @property
     def links(self) -> Links | None:
@@ -107,9 +99,6 @@ class StudyEngine:
     @property
     def delivery(self) -> DeliveryPolicy:
         return self.outbox.delivery
-
-    def now(self) -> datetime:
-        return as_utc(self.shared.clock())
 
     # ---------------------------------------------------------- text commands
 

@@ -46,12 +46,12 @@ class Shared:
     member_questions: dict[str, tuple[Question, int]] = field(default_factory=dict)
 
 
-class EngineBase:
-    """The base of every feature service: `Shared`'s collaborators read through, and the
-    helpers that find a community, a member, a question and a round's card."""
+class SharedView:
+    """`Shared`'s collaborators read through (never copied: a policy or the links set on the
+    engine reach every service), and the clock's moment in UTC. The engine and every service
+    read them this one way."""
 
-    def __init__(self, shared: Shared) -> None:
-        self.shared = shared
+    shared: Shared
 
     @property
     def store(self) -> Store:
@@ -85,10 +85,18 @@ class EngineBase:
     def _member_questions(self) -> dict[str, tuple[Question, int]]:
         return self.shared.member_questions
 
-    # ----------------------------------------------------------------- helpers
-
     def now(self) -> datetime:
         return as_utc(self.clock())
+
+
+class EngineBase(SharedView):
+    """The base of every feature service: `Shared` read through (SharedView), and the helpers
+    that find a community, a member, a question and a round's card."""
+
+    def __init__(self, shared: Shared) -> None:
+        self.shared = shared
+
+    # ----------------------------------------------------------------- helpers
 
     def _community(self, tx: StoreTx, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig:
         """The community's settings, creating it with the defaults on first use."""
