@@ -68,25 +68,26 @@ class StudyEngine(SharedView):
     ) -> None:
         shared = Shared(store, bank, clock, default_timezone, default_window_hours, forget_salt, links)
         self.shared = shared
-        self.fsrs = CommunityFsrs(shared)
-        self.streaks = Streaks(shared)
-        self.guesses = Guesses(shared)
-        self.practice = Practice(shared, practice, suggestions)
-        self.boards = Boards(shared, self.streaks, self.practice)
-        self.rounds = Rounds(shared, self.practice, self.fsrs, self.streaks)
-        self.dailies = DailyBatch(shared, self.rounds)
-        self.confidence = Confidence(shared, self.fsrs, self.rounds)
+        self.store = store  # the whole store: each service below is handed it as its own narrow port
+        self.fsrs = CommunityFsrs(shared, store)
+        self.streaks = Streaks(shared, store)
+        self.guesses = Guesses(shared, store)
+        self.practice = Practice(shared, store, practice, suggestions)
+        self.boards = Boards(shared, store, self.streaks, self.practice)
+        self.rounds = Rounds(shared, store, self.practice, self.fsrs, self.streaks)
+        self.dailies = DailyBatch(shared, store, self.rounds)
+        self.confidence = Confidence(shared, store, self.fsrs, self.rounds)
         self.answers = Answers(self.rounds, self.confidence, self.boards)
-        self.outbox = Outbox(shared, self.rounds, self.boards, self.practice, self.guesses, delivery)
-        self.web = WebPages(shared, self.outbox, self.boards)
-        self.admin = CommunityAdmin(shared, self.rounds, self.outbox, self.boards, self.practice)
-        self.demos = DemoJobs(shared, demos)
-        self.schedule = ScheduleReads(shared)
-        self.anki = AnkiExport(shared)
-        self.views = OpenedViews(shared)
+        self.outbox = Outbox(shared, store, self.rounds, self.boards, self.practice, self.guesses, delivery)
+        self.web = WebPages(shared, store, self.outbox, self.boards)
+        self.admin = CommunityAdmin(shared, store, self.rounds, self.outbox, self.boards, self.practice)
+        self.demos = DemoJobs(shared, store, demos)
+        self.schedule = ScheduleReads(shared, store)
+        self.anki = AnkiExport(shared, store)
+        self.views = OpenedViews(shared, store)
 
     # ------------------------------------------------------ what services share
-    # store, bank, clock, the defaults and now() come from SharedView, as every service's do
+    # bank, clock, the defaults and now() come from SharedView, as every service's do
 
     @property
     def links(self) -> Links | None:

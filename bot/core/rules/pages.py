@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 from functools import lru_cache
 
 from bot.core.bank import TOPICS, Bank, Question
-from bot.core.ports import StoreTx
+from bot.core.ports import WithBoards, WithRounds
 from bot.core.records import DemoJobRecord, MissedAnswer, QuestionOutcome
 from bot.core.rules import choices as codec
 from bot.core.rules import scoring, timing
@@ -51,7 +51,7 @@ def pages_of(count: int, size: int) -> int:
 
 
 def leaderboard_page(
-    tx: StoreTx,
+    tx: WithBoards,
     community: WebCommunity,
     community_id: int,
     now: datetime,
@@ -160,7 +160,7 @@ def bank_entry(question: Question, order: tuple[int, ...] = ()) -> BankEntry:
     )
 
 
-def shown_questions(tx: StoreTx, community_id: int, bank: Bank) -> list[Question]:
+def shown_questions(tx: WithRounds, community_id: int, bank: Bank) -> list[Question]:
     """The bank's questions revealed in the community and not in a daily round open now."""
     revealed, open_now = tx.rounds.daily_questions(community_id)
     return [q for q in bank.questions if q.id in revealed and q.id not in open_now]

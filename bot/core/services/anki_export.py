@@ -5,10 +5,11 @@ neither genanki nor sqlite3). bot/core/engine.py builds it as `engine.anki`."""
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 from bot.core import wording
 from bot.core.errors import NotFound
-from bot.core.ports import StoreTx
+from bot.core.ports import WithAnswers, WithCommunities, WithMembers, WithRounds, WithSuggestions
 from bot.core.rules import choices as codec
 from bot.core.rules import pages
 from bot.core.services.base import EngineBase
@@ -27,10 +28,14 @@ def file_name(kind: str, who: str) -> str:
     return f"studybot-{kind}-{slug}.apkg"
 
 
-class AnkiExport(EngineBase):
+class AnkiExportPort(WithCommunities, WithMembers, WithAnswers, WithSuggestions, WithRounds, Protocol):
+    """The features AnkiExport's units of work touch."""
+
+
+class AnkiExport(EngineBase[AnkiExportPort]):
     """`/review export` and the web page's two deck links (read-only units of work)."""
 
-    def _missed_entries(self, tx: StoreTx, member_id: int) -> tuple[BankEntry, ...]:
+    def _missed_entries(self, tx: AnkiExportPort, member_id: int) -> tuple[BankEntry, ...]:
         """Each question the member ever answered wrong, once, newest miss first (a question
         no longer in the bank is left out), its choices lettered as that miss's round showed them."""
         seen: set[str] = set()

@@ -14,11 +14,12 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Generic, TypeVar
 
 from bot.core import wording
 from bot.core.bank import Bank, Question
 from bot.core.errors import NotFound
-from bot.core.ports import Links, Store, StoreTx
+from bot.core.ports import Links, UnitsOfWork, WithCommunities, WithLinks, WithMembers, WithSuggestions
 from bot.core.records import RoundRecord
 from bot.core.rules import choices as codec
 from bot.core.rules import suggestions as forms
@@ -36,7 +37,7 @@ class Shared:
     the engine (a test does) reach every service, and an approved member's question cached by
     one is found by all."""
 
-    store: Store
+    questions_store: UnitsOfWork[WithSuggestions]  # finds an approved member's question by id
     bank: Bank
     clock: Callable[[], datetime]
     default_timezone: str = "UTC"
@@ -52,10 +53,6 @@ class SharedView:
     read them this one way."""
 
     shared: Shared
-
-    @property
-    def store(self) -> Store:
-        return self.shared.store
 
     @property
     def bank(self) -> Bank:
@@ -89,16 +86,22 @@ class SharedView:
         return as_utc(self.clock())
 
 
-class EngineBase(SharedView):
-    """The base of every feature service: `Shared` read through (SharedView), and the helpers
-    that find a community, a member, a question and a round's card."""
+PortT = TypeVar("PortT")
 
-    def __init__(self, shared: Shared) -> None:
+
+class EngineBase(SharedView, Generic[PortT]):
+    """The base of every feature service: `Shared` read through (SharedView), the service's own
+    store port (`UnitsOfWork[ItsPort]`: its transactions offer only the features the port
+    names, and mypy holds the service to them), and the helpers that find a community, a
+    member, a question and a round's card."""
+
+    def __init__(self, shared: Shared, store: UnitsOfWork[PortT]) -> None:
         self.shared = shared
+        self.store = store
 
     # ----------------------------------------------------------------- helpers
 
-    def _community(self, tx: StoreTx, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig:
+    def _community(self, tx: WithCommunities, ref: CommunityRef | UserRef | ChannelRef) -> CommunityConfig:
         """The community's settings, creating it with the defaults on first use."""
         return tx.communities.ensure_community(
             ref.platform,
@@ -110,7 +113,7 @@ class EngineBase(SharedView):
         )
 
     @staticmethod
-    def _community_filter(tx: StoreTx, community: CommunityRef | None) -> int | None:
+    def _community_filter(tx: WithCommunities, community: CommunityRef | None) -> int | None:
         """For queries over one community or all: None means every community; a community
         never seen gets an id no row has (-1), so its query finds nothing."""
         if community is None:
@@ -118,10 +121,10 @@ class EngineBase(SharedView):
         config = tx.communities.find_community(community.platform, community.community_id)
         return -1 if config is None else config.id
 
-    def _member(self, tx: StoreTx, community_id: int, user: UserRef) -> int:
+    def _member(self, tx: WithMembers, community_id: int, user: UserRef) -> int:
         return tx.members.upsert_member(community_id, user.user_id, clean_name(user.display_name), self.now())
 
-    def _question(self, question_id: str, tx: StoreTx | None = None) -> Question:
+    def _question(self, question_id: str, tx: WithSuggestions | None = None) -> Question:
         question = self._find(question_id, tx)
         if question is None:
             raise NotFound(wording.QUESTION_GONE)
@@ -159,18 +162,18 @@ class EngineBase(SharedView):
         text = f"{self.forget_salt}|link|{role}|{community.platform}|{community.community_id}|{user_id}"
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def _link_versions(self, tx: StoreTx, community_id: int, holder: str) -> LinkVersions:
+    def _link_versions(self, tx: WithLinks, community_id: int, holder: str) -> LinkVersions:
         found = tx.links.link_versions(community_id, ("", holder))
         return LinkVersions(community=found.get("", 0), holder=found.get(holder, 0))
 
-    def _member_link(self, user: UserRef, tx: StoreTx, community_id: int) -> str | None:
+    def _member_link(self, user: UserRef, tx: WithLinks, community_id: int) -> str | None:
         if self.links is None:
             return None
         ref = CommunityRef(user.platform, user.community_id)
         versions = self._link_versions(tx, community_id, self._link_holder(ref, user.user_id, "member"))
         return self.links.member(ref, user.user_id, versions)
 
-    def _admin_link(self, admin: UserRef, tx: StoreTx, community_id: int) -> str | None:
+    def _admin_link(self, admin: UserRef, tx: WithLinks, community_id: int) -> str | None:
         """The admin page's link for `admin` (a member who may configure), naming them: their
         holder row is noted so that their losing the right can advance it."""
         if self.links is None:
@@ -180,7 +183,7 @@ class EngineBase(SharedView):
         tx.links.note_link_holder(community_id, holder)
         return self.links.admin(ref, admin.user_id, self._link_versions(tx, community_id, holder))
 
-    def _revoke_links(self, tx: StoreTx, community_id: int, user: UserRef, roles: tuple[str, ...]) -> bool:
+    def _revoke_links(self, tx: WithLinks, community_id: int, user: UserRef, roles: tuple[str, ...]) -> bool:
         """Advance the member's versions for these roles ("member", "admin"): every link of
         theirs signed before is revoked. An admin holder is advanced only when it was given a
         link. Whether any changed."""
@@ -193,7 +196,7 @@ class EngineBase(SharedView):
 
     # ------------------------------------------------------------ the bank
 
-    def _member_question(self, question_id: str, tx: StoreTx | None = None) -> Question | None:
+    def _member_question(self, question_id: str, tx: WithSuggestions | None = None) -> Question | None:
         """An approved member's question by id (from any state after approval), cached: its
         content never changes once approved."""
         cached = self._member_questions.get(question_id)
@@ -202,7 +205,7 @@ class EngineBase(SharedView):
         if not question_id.startswith(forms.ID_PREFIX):
             return None
         if tx is None:
-            with self.store.read() as read:
+            with self.shared.questions_store.read() as read:
                 record = read.suggestions.suggestion_by_question(question_id)
         else:
             record = tx.suggestions.suggestion_by_question(question_id)
@@ -212,11 +215,11 @@ class EngineBase(SharedView):
         self._member_questions[question_id] = (question, record.community_id)
         return question
 
-    def _find(self, question_id: str, tx: StoreTx | None = None) -> Question | None:
+    def _find(self, question_id: str, tx: WithSuggestions | None = None) -> Question | None:
         """A question of the shipped bank or a member's, by id."""
         return self.bank.get(question_id) or self._member_question(question_id, tx)
 
-    def _community_questions(self, tx: StoreTx, community_id: int) -> list[Question]:
+    def _community_questions(self, tx: WithSuggestions, community_id: int) -> list[Question]:
         """The community's approved members' questions still asked, oldest first."""
         found = []
         for record in tx.suggestions.suggestions(community_id, ("approved",)):
@@ -226,10 +229,10 @@ class EngineBase(SharedView):
                 found.append(question)
         return found
 
-    def _pool(self, tx: StoreTx, community_id: int) -> list[Question]:
+    def _pool(self, tx: WithSuggestions, community_id: int) -> list[Question]:
         return [*self.bank.questions, *self._community_questions(tx, community_id)]
 
-    def _author(self, tx: StoreTx, question_id: str) -> str | None:
+    def _author(self, tx: WithSuggestions, question_id: str) -> str | None:
         """Who wrote a member's question (None for the shipped bank's)."""
         if not question_id.startswith(forms.ID_PREFIX) or self.bank.get(question_id) is not None:
             return None

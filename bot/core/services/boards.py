@@ -6,9 +6,24 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from typing import Protocol
 
 from bot.core.errors import InvalidInput
-from bot.core.ports import StoreTx
+from bot.core.ports import (
+    UnitsOfWork,
+    WithAnswers,
+    WithBoards,
+    WithCommunities,
+    WithConfidence,
+    WithItemStats,
+    WithLinks,
+    WithMembers,
+    WithOutbox,
+    WithRatings,
+    WithReviews,
+    WithStreaks,
+    WithSuggestions,
+)
 from bot.core.rules import scoring
 from bot.core.rules.calibration import calibration
 from bot.core.rules.community import CommunityConfig
@@ -20,11 +35,40 @@ from bot.core.services.streak_repair import Streaks
 from bot.core.values import CommunityRef, HomeCard, LeaderboardCard, ScoreCard, StatsLine, UserRef
 
 
-class Boards(EngineBase):
+class FlaggedTx(WithItemStats, WithRatings, WithSuggestions, Protocol):
+    """What the flagged questions' reads touch (the outbox's, the admin's and the web page's units
+    of work call them too)."""
+
+
+class ScoreTx(
+    WithAnswers, WithBoards, WithConfidence, WithLinks, WithMembers, WithRatings, WithReviews, WithStreaks, Protocol
+):
+    """What a score card reads (the member page's unit of work reads one too)."""
+
+
+class BoardsPort(
+    WithCommunities,
+    WithMembers,
+    WithAnswers,
+    WithBoards,
+    WithReviews,
+    WithOutbox,
+    WithLinks,
+    WithSuggestions,
+    WithRatings,
+    WithItemStats,
+    WithConfidence,
+    WithStreaks,
+    Protocol,
+):
+    """The features Boards's units of work touch."""
+
+
+class Boards(EngineBase[BoardsPort]):
     """Scores, the member's Home, leaderboards and the questions the item analysis flags."""
 
-    def __init__(self, shared: Shared, streaks: Streaks, practice: Practice) -> None:
-        super().__init__(shared)
+    def __init__(self, shared: Shared, store: UnitsOfWork[BoardsPort], streaks: Streaks, practice: Practice) -> None:
+        super().__init__(shared, store)
         self.streaks = streaks
         self.practice = practice
 
@@ -38,7 +82,7 @@ class Boards(EngineBase):
             return self.score_card(tx, user, community, member_id, now)
 
     def score_card(
-        self, tx: StoreTx, user: UserRef, community: CommunityConfig | None, member_id: int | None, now: datetime
+        self, tx: ScoreTx, user: UserRef, community: CommunityConfig | None, member_id: int | None, now: datetime
     ) -> ScoreCard:
         """`score` in a unit of work already open (the member page's), the community and the
         member already found."""
@@ -118,7 +162,7 @@ class Boards(EngineBase):
             community=community.community_id, scope=week, rows=tuple(r for _, r in board), flagged=flagged
         )
 
-    def flagged(self, tx: StoreTx, community_id: int) -> list[ItemStats]:
+    def flagged(self, tx: FlaggedTx, community_id: int) -> list[ItemStats]:
         """The community's questions the item analysis flags (a likely wrong key, too easy, a
         distractor nobody picks), from its members' answers; unanswered ones are not news.
         It reads the figures kept with every answer (a few rows) and, for the questions few get
@@ -145,11 +189,11 @@ class Boards(EngineBase):
                 found.append(replace(stats, flags=flags))
         return found
 
-    def flag_alerts(self, tx: StoreTx, community_id: int) -> tuple[str, ...]:
+    def flag_alerts(self, tx: FlaggedTx, community_id: int) -> tuple[str, ...]:
         flagged = self.flagged_lines(tx, community_id)
         return tuple(f"Question {line}" for _, lines in flagged for line in lines)
 
-    def flagged_lines(self, tx: StoreTx, community_id: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    def flagged_lines(self, tx: FlaggedTx, community_id: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """Each flagged question with what the item analysis says of it, choices by their text."""
         found = []
         for stats in self.flagged(tx, community_id):

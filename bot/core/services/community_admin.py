@@ -5,17 +5,27 @@ CSV export and the list of communities. bot/core/engine.py builds it as `engine.
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
 from bot.core import wording
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import StoreTx
+from bot.core.ports import (
+    UnitsOfWork,
+    WithAnswers,
+    WithCommunities,
+    WithFsrs,
+    WithLinks,
+    WithMembers,
+    WithOutbox,
+    WithPlatform,
+)
 from bot.core.rules.community import CONFIG_ALIASES, CommunityConfig, parse_setting
 from bot.core.rules.numbers import ascii_int
 from bot.core.rules.text import clean_name
 from bot.core.services.base import EngineBase, Shared
-from bot.core.services.boards import Boards
+from bot.core.services.boards import Boards, FlaggedTx
 from bot.core.services.fsrs_community import config_pair
-from bot.core.services.outbox import Outbox
+from bot.core.services.outbox import AlertsTx, Outbox
 from bot.core.services.practice import Practice
 from bot.core.services.rounds import Rounds
 from bot.core.values import (
@@ -41,11 +51,34 @@ REMOVAL_PAUSED = "paused-by-removal"
 ADMIN_PAUSED = "paused-before"
 
 
-class CommunityAdmin(EngineBase):
+class CommunityAdminPort(
+    AlertsTx,
+    FlaggedTx,
+    WithCommunities,
+    WithMembers,
+    WithAnswers,
+    WithOutbox,
+    WithPlatform,
+    WithLinks,
+    WithFsrs,
+    Protocol,
+):
+    """The features CommunityAdmin's units of work touch."""
+
+
+class CommunityAdmin(EngineBase[CommunityAdminPort]):
     """/forget-me, /config and the export."""
 
-    def __init__(self, shared: Shared, rounds: Rounds, outbox: Outbox, boards: Boards, practice: Practice) -> None:
-        super().__init__(shared)
+    def __init__(
+        self,
+        shared: Shared,
+        store: UnitsOfWork[CommunityAdminPort],
+        rounds: Rounds,
+        outbox: Outbox,
+        boards: Boards,
+        practice: Practice,
+    ) -> None:
+        super().__init__(shared, store)
         self.rounds = rounds
         self.outbox = outbox
         self.boards = boards
@@ -164,7 +197,7 @@ class CommunityAdmin(EngineBase):
         return Notice(refusal)
 
     def _admin_link_for(
-        self, tx: StoreTx, community_id: int, admin: UserRef | None, asker: UserRef | None
+        self, tx: CommunityAdminPort, community_id: int, admin: UserRef | None, asker: UserRef | None
     ) -> str | None:
         """The admin link for `admin`; without one, `asker` may not configure: their earlier
         admin link is revoked (a member who never had one changes nothing)."""

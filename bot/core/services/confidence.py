@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from fsrs import Rating
 
 from bot.core import wording
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import StoreTx
+from bot.core.ports import UnitsOfWork, WithCommunities, WithConfidence, WithMembers, WithReviews
 from bot.core.records import ConfidenceContext
 from bot.core.rules import review as spaced
 from bot.core.rules.confidence_rules import decode_confidence, grade
@@ -34,12 +35,17 @@ from bot.core.values import (
 
 log = logging.getLogger(__name__)
 
+
 # A button's id: "sb1:cf:<round>:<s|u>" (well under Discord's 100 characters).
-class Confidence(EngineBase):
+class ConfidencePort(WithCommunities, WithMembers, WithReviews, WithConfidence, Protocol):
+    """The features Confidence's units of work touch."""
+
+
+class Confidence(EngineBase[ConfidencePort]):
     """How sure a member was, and the review re-graded by it."""
 
-    def __init__(self, shared: Shared, fsrs: CommunityFsrs, rounds: Rounds) -> None:
-        super().__init__(shared)
+    def __init__(self, shared: Shared, store: UnitsOfWork[ConfidencePort], fsrs: CommunityFsrs, rounds: Rounds) -> None:
+        super().__init__(shared, store)
         self.fsrs = fsrs
         self.rounds = rounds
 
@@ -74,7 +80,7 @@ class Confidence(EngineBase):
 
     def _regrade(
         self,
-        tx: StoreTx,
+        tx: ConfidencePort,
         found: ConfidenceContext,
         sure: bool,
         now: datetime,

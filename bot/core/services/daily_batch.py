@@ -8,8 +8,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from bot.core.bank import Question
+from bot.core.ports import UnitsOfWork, WithCommunities, WithDailies, WithRounds, WithSuggestions
 from bot.core.records import NewDaily, NewPost
 from bot.core.rules import scoring
 from bot.core.rules.community import CommunityConfig
@@ -31,14 +33,16 @@ class _Planned:
     unasked_left: int
 
 
-class DailyBatch(EngineBase):
+class DailyBatchPort(WithCommunities, WithRounds, WithDailies, WithSuggestions, Protocol):
+    """The features DailyBatch's units of work touch."""
+
+
+class DailyBatch(EngineBase[DailyBatchPort]):
     """`open_dailies`."""
 
-    def __init__(self, shared: Shared, rounds: Rounds) -> None:
-        super().__init__(shared)
+    def __init__(self, shared: Shared, store: UnitsOfWork[DailyBatchPort], rounds: Rounds) -> None:
+        super().__init__(shared, store)
         self.rounds = rounds
-
-
 
     # Complex (C901): one unit of work that reads, plans each channel, inserts and queues the posts.
     def open_dailies(  # noqa: C901

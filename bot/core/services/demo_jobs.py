@@ -9,9 +9,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 from bot.core import wording
 from bot.core.errors import InvalidInput
+from bot.core.ports import UnitsOfWork, WithAnswers, WithCommunities, WithDemos, WithOutbox, WithSuggestions
 from bot.core.records import DemoJobRecord
 from bot.core.rules.demo_request import parse_demo, parse_question_demo
 from bot.core.rules.demo_result import progress_card
@@ -49,11 +51,15 @@ def _rows(progress: str) -> int:
     return len(rows) if isinstance(rows, list) else 0
 
 
-class DemoJobs(EngineBase):
+class DemoJobsPort(WithCommunities, WithAnswers, WithOutbox, WithDemos, WithSuggestions, Protocol):
+    """The features DemoJobs's units of work touch."""
+
+
+class DemoJobs(EngineBase[DemoJobsPort]):
     """/demo requests and what the demo runners report."""
 
-    def __init__(self, shared: Shared, policy: DemoPolicy | None = None) -> None:
-        super().__init__(shared)
+    def __init__(self, shared: Shared, store: UnitsOfWork[DemoJobsPort], policy: DemoPolicy | None = None) -> None:
+        super().__init__(shared, store)
         self.policy = policy or DemoPolicy()
 
     # ------------------------------------------------------------------- demos

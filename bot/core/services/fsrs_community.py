@@ -9,12 +9,13 @@ import logging
 import threading
 from collections.abc import Sequence
 from contextlib import suppress
+from typing import Protocol
 
 from cachetools import TTLCache
 
 from bot.core import wording
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import StoreTx
+from bot.core.ports import UnitsOfWork, WithCommunities, WithFsrs
 from bot.core.rules.fsrs_params import (
     FitRequest,
     FsrsInUse,
@@ -36,17 +37,21 @@ MEMO_S = 60.0
 MEMO_COMMUNITIES = 4096
 
 
-def config_pair(tx: StoreTx, community_id: int) -> tuple[str, str]:
+def config_pair(tx: WithFsrs, community_id: int) -> tuple[str, str]:
     """The ("fsrs", what is in use) line /config shows."""
     used = in_use(tx.fsrs.fsrs_parameters(community_id))
     return "fsrs", wording.fsrs_in_use(used.parameters is not None, used.fitted_at, used.reviews)
 
 
-class CommunityFsrs(EngineBase):
+class CommunityFsrsPort(WithCommunities, WithFsrs, Protocol):
+    """The features CommunityFsrs's units of work touch."""
+
+
+class CommunityFsrs(EngineBase[CommunityFsrsPort]):
     """A community's FSRS parameters."""
 
-    def __init__(self, shared: Shared) -> None:
-        super().__init__(shared)
+    def __init__(self, shared: Shared, store: UnitsOfWork[CommunityFsrsPort]) -> None:
+        super().__init__(shared, store)
         # Fitted parameters, read again after MEMO_S; the lock because engine calls run on many threads.
         self._fsrs_memo: TTLCache[int, Parameters | None] = TTLCache(maxsize=MEMO_COMMUNITIES, ttl=MEMO_S)
         self._fsrs_memo_lock = threading.Lock()

@@ -9,11 +9,11 @@ import json
 import logging
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from bot.core import wording
 from bot.core.errors import InvalidInput
-from bot.core.ports import StoreTx
+from bot.core.ports import WithCommunities, WithDemos, WithGuesses, WithMembers
 from bot.core.records import DemoJobRecord
 from bot.core.rules.demo_request import DEFAULT_STRATEGIES
 from bot.core.rules.numbers import ascii_int
@@ -89,7 +89,11 @@ def parse_console_guess(text: str) -> int | None:
     return number - 1 if number is not None and 1 <= number <= BANDS else None
 
 
-class Guesses(EngineBase):
+class GuessesPort(WithCommunities, WithMembers, WithDemos, WithGuesses, Protocol):
+    """The features Guesses's units of work touch."""
+
+
+class Guesses(EngineBase[GuessesPort]):
     """Members' guesses on a queued checkpoint demo, and the result's line on them."""
 
     def guess(self, user: UserRef, job_id: int, band: int) -> Notice:
@@ -137,7 +141,7 @@ class Guesses(EngineBase):
         return self.guess(user, job.id, band)
 
     @staticmethod
-    def with_guesses(tx: StoreTx, card: DemoResultCard | DemoFailedCard) -> DemoResultCard | DemoFailedCard:
+    def with_guesses(tx: WithGuesses, card: DemoResultCard | DemoFailedCard) -> DemoResultCard | DemoFailedCard:
         """A checkpoint result with a line naming who guessed right, when anyone guessed."""
         if not isinstance(card, DemoResultCard) or card.job_id is None or card.module != "demos.checkpoint":
             return card

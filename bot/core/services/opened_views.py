@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Protocol
 
+from bot.core.ports import WithViews
 from bot.core.records import OpenedView
 from bot.core.services.base import EngineBase
 from bot.core.values import UserRef
@@ -18,7 +20,11 @@ log = logging.getLogger(__name__)
 VIEW_MEMORY = timedelta(days=1)
 
 
-class OpenedViews(EngineBase):
+class OpenedViewsPort(WithViews, Protocol):
+    """The features OpenedViews's units of work touch."""
+
+
+class OpenedViews(EngineBase[OpenedViewsPort]):
     """view_opened and view_submitted."""
 
     def view_opened(self, user: UserRef, view_id: str, callback_id: str, reply_url: str | None = None) -> None:

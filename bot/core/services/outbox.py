@@ -9,19 +9,28 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 from bot.core import wording
 from bot.core.errors import NotFound
-from bot.core.ports import StoreTx
+from bot.core.ports import (
+    UnitsOfWork,
+    WithBoards,
+    WithCommunities,
+    WithDemos,
+    WithGuesses,
+    WithRounds,
+    WithSuggestions,
+)
 from bot.core.records import OutboxRecord
 from bot.core.rules import scoring
 from bot.core.rules.demo_result import outcome_card
 from bot.core.rules.numbers import ascii_int
 from bot.core.services.base import EngineBase, Shared
-from bot.core.services.boards import Boards
+from bot.core.services.boards import Boards, FlaggedTx
 from bot.core.services.guesses import Guesses
 from bot.core.services.practice import Practice
-from bot.core.services.rounds import Rounds
+from bot.core.services.rounds import RevealTx, Rounds
 from bot.core.values import (
     ChannelRef,
     CommunityRef,
@@ -50,27 +59,34 @@ class DeliveryPolicy:
         return timedelta(seconds=max(backoff, retry_after or 0.0))
 
 
-class Outbox(EngineBase):
+class AlertsTx(WithDemos, WithRounds, WithSuggestions, Protocol):
+    """What the undelivered posts' alerts read (the admin's and the web page's units of work
+    call them too)."""
+
+
+class OutboxPort(RevealTx, FlaggedTx, WithCommunities, WithBoards, WithDemos, WithGuesses, Protocol):
+    """The features Outbox's units of work touch."""
+
+
+class Outbox(EngineBase[OutboxPort]):
     """What deliverers ask of the outbox: the posts due, and how each try went."""
 
     def __init__(
         self,
         shared: Shared,
+        store: UnitsOfWork[OutboxPort],
         rounds: Rounds,
         boards: Boards,
         practice: Practice,
         guesses: Guesses,
         delivery: DeliveryPolicy | None = None,
     ) -> None:
-        super().__init__(shared)
+        super().__init__(shared, store)
         self.rounds = rounds
         self.boards = boards
         self.practice = practice
         self.guesses = guesses
         self.delivery = delivery or DeliveryPolicy()
-
-
-
 
     # ------------------------------------------------------------------ outbox
 
@@ -104,7 +120,7 @@ class Outbox(EngineBase):
                 deliveries.append(Delivery(row.id, channel, card, row.attempts))
         return deliveries
 
-    def _outbox_card(self, tx: StoreTx, row: OutboxRecord) -> Posted:
+    def _outbox_card(self, tx: OutboxPort, row: OutboxRecord) -> Posted:
         if row.kind == "demo":
             job = tx.demos.get_demo(int(row.key))
             if job is None:
@@ -162,7 +178,7 @@ class Outbox(EngineBase):
             return self.alerts(tx, tx.outbox.undelivered(self._community_filter(tx, community)))
 
     @staticmethod
-    def alerts(tx: StoreTx, rows: Sequence[OutboxRecord]) -> list[str]:
+    def alerts(tx: AlertsTx, rows: Sequence[OutboxRecord]) -> list[str]:
         """A sentence for admins per failed post; a round or a suggestion by the number its
         community knows it by (the outbox's key is the row's id, shared by every community)."""
         keys = {row.id: ascii_int(row.key) for row in rows}
@@ -175,9 +191,7 @@ class Outbox(EngineBase):
             if key is not None and row.kind in ("question", "reveal") and key in rounds:
                 shown[row.id] = str(rounds[key].number)
             elif (
-                key is not None
-                and row.kind == "decision"
-                and (found := tx.suggestions.get_suggestion(key)) is not None
+                key is not None and row.kind == "decision" and (found := tx.suggestions.get_suggestion(key)) is not None
             ):
                 shown[row.id] = str(found.number)
             elif key is not None and row.kind == "demo" and (job := tx.demos.get_demo(key)) is not None:

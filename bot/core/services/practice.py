@@ -1,6 +1,6 @@
 """The engine's use cases for members' questions (/suggest, the admins' queue, export) and
 practice (/quiz at the member's level, /review, ratings, levels per topic). bot/core/engine.py builds it
-as `engine.practice`; it reaches the database only through StoreTx's feature ports."""
+as `engine.practice`; it reaches the database only through its port, PracticePort."""
 
 from __future__ import annotations
 
@@ -8,11 +8,22 @@ import hashlib
 import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from bot.core import wording
 from bot.core.bank import TOPICS, Question
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import StoreTx
+from bot.core.ports import (
+    UnitsOfWork,
+    WithAnswers,
+    WithCommunities,
+    WithMembers,
+    WithOutbox,
+    WithRatings,
+    WithReviews,
+    WithRounds,
+    WithSuggestions,
+)
 from bot.core.records import SuggestionRecord
 from bot.core.rules import choices as codec
 from bot.core.rules import rating as elo
@@ -84,13 +95,31 @@ def decode_draft(custom_id: str, prefix: str = SUGGEST_PREFIX) -> int | None:
     return ascii_int(rest, max_digits=12)
 
 
-class Practice(EngineBase):
+class PracticePort(
+    WithCommunities,
+    WithMembers,
+    WithRounds,
+    WithAnswers,
+    WithReviews,
+    WithOutbox,
+    WithSuggestions,
+    WithRatings,
+    Protocol,
+):
+    """The features Practice's units of work touch."""
+
+
+class Practice(EngineBase[PracticePort]):
     """Members' questions and practice."""
 
     def __init__(
-        self, shared: Shared, policy: PracticePolicy | None = None, suggestions: SuggestionPolicy | None = None
+        self,
+        shared: Shared,
+        store: UnitsOfWork[PracticePort],
+        policy: PracticePolicy | None = None,
+        suggestions: SuggestionPolicy | None = None,
     ) -> None:
-        super().__init__(shared)
+        super().__init__(shared, store)
         self.policy = policy or PracticePolicy()
         self.suggestion_policy = suggestions or SuggestionPolicy()
 
@@ -171,7 +200,7 @@ class Practice(EngineBase):
                 raise NotFound(wording.FORM_EXPIRED)
         return forms.draft_form(draft.body)
 
-    def _limits(self, tx: StoreTx, member_id: int, now: datetime) -> None:
+    def _limits(self, tx: PracticePort, member_id: int, now: datetime) -> None:
         policy = self.suggestion_policy
         counts = tx.suggestions.member_suggestions(member_id, now - timedelta(days=1))
         pending, today = counts.pending, counts.recent
@@ -296,7 +325,7 @@ class Practice(EngineBase):
         )
 
     @staticmethod
-    def decided(tx: StoreTx, suggestion_id: int, community: CommunityRef) -> SuggestionDecided:
+    def decided(tx: WithSuggestions, suggestion_id: int, community: CommunityRef) -> SuggestionDecided:
         """A decided suggestion as its author is told it (the outbox rebuilds it to send)."""
         record = tx.suggestions.get_suggestion(suggestion_id)
         if record is None or record.state not in ACTIONS.values():
@@ -401,7 +430,7 @@ class Practice(EngineBase):
 
     def _private_round(
         self,
-        tx: StoreTx,
+        tx: PracticePort,
         community_id: int,
         member_id: int,
         channel: ChannelRef,
@@ -417,7 +446,7 @@ class Practice(EngineBase):
 
     # ------------------------------------------------------- adaptive practice
 
-    def rate(self, tx: StoreTx, member_id: int, question: Question, correct: bool) -> None:
+    def rate(self, tx: WithRatings, member_id: int, question: Question, correct: bool) -> None:
         """Every answer moves the member's rating (overall and the topic's) and the question's."""
         mine = tx.ratings.member_ratings(member_id)
         overall = elo.Rating(*mine.get(elo.OVERALL, (0.0, 0)))
@@ -434,7 +463,7 @@ class Practice(EngineBase):
         return {q.id: ratings.get(q.id, (elo.start_difficulty(q.difficulty), 0))[0] for q in questions}
 
     def _adaptive_pick(
-        self, tx: StoreTx, community: CommunityConfig, member_id: int, topic: str | None, now: datetime
+        self, tx: PracticePort, community: CommunityConfig, member_id: int, topic: str | None, now: datetime
     ) -> tuple[Question, RoundKind] | None:
         """A due review first; else the question nearest the target chance among those the
         member has not seen in `fresh_days`; None when every one was seen."""

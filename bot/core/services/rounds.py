@@ -8,12 +8,26 @@ import hashlib
 import logging
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from bot.core import wording
 from bot.core.bank import Question
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import StoreTx
+from bot.core.ports import (
+    UnitsOfWork,
+    WithAnswers,
+    WithCommunities,
+    WithConfidence,
+    WithMembers,
+    WithOutbox,
+    WithPlatform,
+    WithRatings,
+    WithReviews,
+    WithRounds,
+    WithStreaks,
+    WithSuggestions,
+)
 from bot.core.records import NewAnswer, NewDaily, RoundRecord
 from bot.core.rules import choices as codec
 from bot.core.rules import review as spaced
@@ -85,13 +99,34 @@ def low_bank_note(unasked_left: int) -> str | None:
     return wording.low_bank(unasked_left)
 
 
-class Rounds(EngineBase):
+class RevealTx(WithAnswers, WithOutbox, WithRounds, WithSuggestions, Protocol):
+    """What a reveal reads and writes (the outbox's unit of work renders one too)."""
+
+
+class RoundsPort(
+    WithCommunities,
+    WithMembers,
+    WithRounds,
+    WithAnswers,
+    WithReviews,
+    WithOutbox,
+    WithPlatform,
+    WithSuggestions,
+    WithConfidence,
+    WithRatings,
+    WithStreaks,
+    Protocol,
+):
+    """The features Rounds's units of work touch."""
+
+
+class Rounds(EngineBase[RoundsPort]):
     """The daily round, scoring an answer and the reveal."""
 
     def __init__(
-        self, shared: Shared, practice: Practice, fsrs: CommunityFsrs, streaks: Streaks
+        self, shared: Shared, store: UnitsOfWork[RoundsPort], practice: Practice, fsrs: CommunityFsrs, streaks: Streaks
     ) -> None:
-        super().__init__(shared)
+        super().__init__(shared, store)
         self.practice = practice
         self.fsrs = fsrs
         self.streaks = streaks
@@ -123,7 +158,9 @@ class Rounds(EngineBase):
         return self._card(row, question, admin_note=low_bank_note(unasked_left))
 
     @staticmethod
-    def _already_open(tx: StoreTx, community: CommunityConfig, round_id: int, day: str, now: datetime) -> AlreadyOpen:
+    def _already_open(
+        tx: RoundsPort, community: CommunityConfig, round_id: int, day: str, now: datetime
+    ) -> AlreadyOpen:
         """Today's round exists: open, or closed with when tomorrow's opens (the community's time)."""
         row = tx.rounds.get_round(round_id)
         if row.closed_at is None and (row.closes_at is None or as_utc(row.closes_at) > now):
@@ -134,7 +171,7 @@ class Rounds(EngineBase):
         opens = f"{local:%Y-%m-%d %H:%M} ({community.timezone})"
         return AlreadyOpen(round_id, row.number, day, closed=True, next_opens=opens)
 
-    def _next_daily_question(self, tx: StoreTx, community: CommunityConfig) -> tuple[Question, int]:
+    def _next_daily_question(self, tx: RoundsPort, community: CommunityConfig) -> tuple[Question, int]:
         own = self._community_questions(tx, community.id)
         return self.pick_daily(community, own, tx.rounds.daily_last_asked(community.id))
 
@@ -193,7 +230,7 @@ class Rounds(EngineBase):
         parameters = self.fsrs.community_parameters(row.community_id)  # its fitted FSRS weights, or None
         miss_card = None if correct else spaced.first_miss_later(now, parameters)
 
-        def write(tx: StoreTx) -> tuple[int, int, str | None] | AlreadyAnswered:
+        def write(tx: RoundsPort) -> tuple[int, int, str | None] | AlreadyAnswered:
             member_id = tx.members.upsert_member(row.community_id, user.user_id, name, now)
             bonus = 0
             points = 0
@@ -252,7 +289,7 @@ class Rounds(EngineBase):
 
     def _schedule_review(
         self,
-        tx: StoreTx,
+        tx: RoundsPort,
         row: RoundRecord,
         member_id: int,
         question_id: str,
@@ -396,7 +433,7 @@ class Rounds(EngineBase):
             return None
         return as_utc(moment)
 
-    def reveal(self, tx: StoreTx, round_id: int) -> RevealCard:
+    def reveal(self, tx: RevealTx, round_id: int) -> RevealCard:
         row = tx.rounds.get_round(round_id)
         question = self._question(row.question_id, tx)
         order = self._order(row, question)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Protocol
 
+from bot.core.ports import WithCommunities, WithScheduling
 from bot.core.rules.community import CommunityConfig
 from bot.core.rules.timing import as_utc
 from bot.core.scope import Scheduled, Scope
@@ -14,7 +16,11 @@ from bot.core.services.base import EngineBase
 from bot.core.values import CommunityRef
 
 
-class ScheduleReads(EngineBase):
+class ScheduleReadsPort(WithCommunities, WithScheduling, Protocol):
+    """The features ScheduleReads's units of work touch."""
+
+
+class ScheduleReads(EngineBase[ScheduleReadsPort]):
     """Read-only queries for the scheduler (bot/background/schedule/)."""
 
     def community(self, ref: CommunityRef) -> CommunityConfig | None:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
-from bot.core.ports import StoreTx
+from bot.core.ports import WithReviews, WithStreaks
 from bot.core.records import DailyOutcome
 from bot.core.rules import scoring
 from bot.core.rules.community import CommunityConfig
@@ -83,10 +84,14 @@ def repair_open(miss: DailyDay, last_repair: datetime | None, now: datetime) -> 
     return deadline, None
 
 
-class Streaks(EngineBase):
+class StreaksPort(WithReviews, WithStreaks, Protocol):
+    """The features Streaks's units of work touch."""
+
+
+class Streaks(EngineBase[StreaksPort]):
     """Streaks with their repaired days, and the repair earned by a review."""
 
-    def state(self, tx: StoreTx, community: CommunityConfig, member_id: int, now: datetime) -> StreakState:
+    def state(self, tx: StreaksPort, community: CommunityConfig, member_id: int, now: datetime) -> StreakState:
         """The member's streak and best streak (repaired days counted), their repaired days,
         and the repair still open to them, if any."""
         repairs = {round_id: as_utc(at) for round_id, at in tx.streaks.streak_repairs(member_id).items()}
@@ -104,7 +109,7 @@ class Streaks(EngineBase):
                 offer = RepairOffer(miss.local_date, deadline, due, blocked_until, community.timezone)
         return StreakState(streak, best, repaired, offer)
 
-    def repair(self, tx: StoreTx, community_id: int, member_id: int, now: datetime) -> str | None:
+    def repair(self, tx: StreaksPort, community_id: int, member_id: int, now: datetime) -> str | None:
         """After a review answer: when no review is due any more and a miss that broke the
         member's streak is within its window (and no repair in the last week), that day is
         earned back. Returns its local date, or None."""

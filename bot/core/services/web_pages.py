@@ -5,20 +5,26 @@ values come from bot/core/rules/pages.py). bot/core/engine.py builds it as `engi
 from __future__ import annotations
 
 from collections import Counter
+from typing import Protocol
 
 from bot.core import wording
 from bot.core.bank import TOPICS
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import StoreTx
+from bot.core.ports import (
+    UnitsOfWork,
+    WithCommunities,
+    WithFsrs,
+    WithOutbox,
+)
 from bot.core.rules import pages, scoring
 from bot.core.rules.calibration import calibration
 from bot.core.rules.community import CommunityConfig
 from bot.core.rules.text import clean_name
 from bot.core.rules.timing import as_utc
 from bot.core.services.base import EngineBase, Shared
-from bot.core.services.boards import Boards
+from bot.core.services.boards import Boards, FlaggedTx, ScoreTx
 from bot.core.services.fsrs_community import config_pair
-from bot.core.services.outbox import Outbox
+from bot.core.services.outbox import AlertsTx, Outbox
 from bot.core.values import (
     AdminPage,
     BankPage,
@@ -32,18 +38,20 @@ from bot.core.values import (
 )
 
 
-class WebPages(EngineBase):
+class WebPagesPort(ScoreTx, AlertsTx, FlaggedTx, WithCommunities, WithOutbox, WithFsrs, Protocol):
+    """The features WebPages's units of work touch."""
+
+
+class WebPages(EngineBase[WebPagesPort]):
     """Read-only views for the study web page (bot/web). Who may see which is the web layer's
     rule; these only never show a question before its first reveal in the community."""
 
-    def __init__(self, shared: Shared, outbox: Outbox, boards: Boards) -> None:
-        super().__init__(shared)
+    def __init__(self, shared: Shared, store: UnitsOfWork[WebPagesPort], outbox: Outbox, boards: Boards) -> None:
+        super().__init__(shared, store)
         self.outbox = outbox
         self.boards = boards
 
-
-
-    def _web_config(self, tx: StoreTx, community: CommunityRef) -> tuple[WebCommunity, CommunityConfig]:
+    def _web_config(self, tx: WebPagesPort, community: CommunityRef) -> tuple[WebCommunity, CommunityConfig]:
         config = tx.communities.find_community(community.platform, community.community_id)
         if config is None:
             raise NotFound(wording.NO_SUCH_COMMUNITY)
