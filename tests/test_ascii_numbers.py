@@ -16,10 +16,10 @@ from bot.core.errors import InvalidInput
 from bot.core.rules.community import parse_setting
 from bot.core.rules.demo_request import parse_demo
 from bot.core.rules.numbers import ascii_int
+from bot.core.rules.suggestion_buttons import decode_decision, decode_draft
 from bot.core.rules.timing import parse_daily_time
 from bot.core.scope import ShardsOf
 from bot.core.services.guesses import parse_console_guess
-from bot.core.services.practice import decode_decision, decode_draft
 from bot.core.values import CommunityRef
 from tests.conftest import run_studybot
 

@@ -24,7 +24,7 @@ from bot.core import wording
 from bot.core.bank import Bank
 from bot.core.engine import DeliveryPolicy, StudyEngine
 from bot.core.rules import choices as codec
-from bot.core.services.practice import decode_draft
+from bot.core.rules.suggestion_buttons import decode_draft
 from bot.core.values import (
     ChannelRef,
     CommunityRef,
@@ -231,8 +231,12 @@ async def test_daily_round_clicks_reveal_and_restart(world: World) -> None:
         running.runtime.wake()
         reveal = await fake.wait_for(lambda: [m for m in fake.posts(world.channel) if m["id"] != post["id"]])
         assert reveal[0]["embeds"][0]["title"].startswith(f"Answer to #{round_id}")
-        edited = fake.messages[post["id"]]
-        assert all(b["disabled"] for b in buttons(edited))
+        # the buttons are disabled (and counted) by an edit that may land just after the reveal's post
+        def disabled() -> dict[str, Any] | None:
+            message = fake.messages[post["id"]]
+            return message if all(b["disabled"] for b in buttons(message)) else None
+
+        edited = await fake.wait_for(disabled)
         labels = [b["label"] for b in buttons(edited)]
         assert labels[right].endswith("· 1") and labels[wrong].endswith("· 1")
         assert buttons(edited)[right]["style"] == discord.ButtonStyle.success.value

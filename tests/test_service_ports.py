@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from mypy import api as mypy_api
 
-from bot.core import ports
+from bot.core import units
 from bot.core.services import base
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +46,7 @@ def service_ports() -> dict[str, set[str]]:
 
 
 def test_every_service_has_a_port_narrower_than_the_store() -> None:
-    everything = features(ports.StoreTx)
+    everything = features(units.StoreTx)
     assert len(everything) == 20
     found = service_ports()
     assert len(found) == 15

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from bot.core import wording
 from bot.core.bank import Bank
 from bot.core.errors import InvalidInput
-from bot.core.ports import Links, Store
+from bot.core.ports import Links
 from bot.core.services.anki_export import AnkiExport
 from bot.core.services.answers import Answers
 from bot.core.services.base import Shared, SharedView
@@ -38,6 +38,7 @@ from bot.core.services.rounds import Rounds
 from bot.core.services.schedule_reads import ScheduleReads
 from bot.core.services.streak_repair import Streaks
 from bot.core.services.web_pages import WebPages
+from bot.core.units import Store
 from bot.core.values import Notice
 
 __all__ = ["DeliveryPolicy", "DemoPolicy", "StudyEngine", "utcnow"]

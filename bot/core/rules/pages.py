@@ -9,12 +9,12 @@ from datetime import date, datetime, timedelta
 from functools import lru_cache
 
 from bot.core.bank import TOPICS, Bank, Question
-from bot.core.ports import WithBoards, WithRounds
 from bot.core.records import DemoJobRecord, MissedAnswer, QuestionOutcome
 from bot.core.rules import choices as codec
 from bot.core.rules import scoring, timing
 from bot.core.rules.community import CommunityConfig
 from bot.core.rules.demo_result import outcome_card
+from bot.core.units import WithBoards, WithRounds
 from bot.core.values import (
     BankEntry,
     ChoiceReveal,

@@ -9,10 +9,10 @@ from typing import Protocol
 
 from bot.core import wording
 from bot.core.errors import NotFound
-from bot.core.ports import WithAnswers, WithCommunities, WithMembers, WithRounds, WithSuggestions
 from bot.core.rules import choices as codec
 from bot.core.rules import pages
 from bot.core.services.base import EngineBase
+from bot.core.units import WithAnswers, WithCommunities, WithMembers, WithRounds, WithSuggestions
 from bot.core.values import AnkiDeck, BankEntry, CommunityRef, Notice, UserRef
 
 # Wrong answers read for an export, newest first; each question becomes one note.

@@ -19,13 +19,14 @@ from typing import Generic, TypeVar
 from bot.core import wording
 from bot.core.bank import Bank, Question
 from bot.core.errors import NotFound
-from bot.core.ports import Links, UnitsOfWork, WithCommunities, WithLinks, WithMembers, WithSuggestions
+from bot.core.ports import Links
 from bot.core.records import RoundRecord
 from bot.core.rules import choices as codec
 from bot.core.rules import suggestions as forms
 from bot.core.rules.community import CommunityConfig
 from bot.core.rules.text import clean_name
 from bot.core.rules.timing import as_utc
+from bot.core.units import UnitsOfWork, WithCommunities, WithLinks, WithMembers, WithSuggestions
 from bot.core.values import ChannelRef, CommunityRef, LinkVersions, QuestionCard, UserRef
 
 FORMER_MEMBER = "a former member"

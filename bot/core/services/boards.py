@@ -9,7 +9,15 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.core.errors import InvalidInput
-from bot.core.ports import (
+from bot.core.rules import scoring
+from bot.core.rules.calibration import calibration
+from bot.core.rules.community import CommunityConfig
+from bot.core.rules.item_analysis import UNANSWERED, ItemStats, TopThirds, flags_kept, wanted_picks
+from bot.core.rules.text import clean_name
+from bot.core.services.base import EngineBase, Shared
+from bot.core.services.practice import Practice
+from bot.core.services.streak_repair import Streaks
+from bot.core.units import (
     UnitsOfWork,
     WithAnswers,
     WithBoards,
@@ -24,14 +32,6 @@ from bot.core.ports import (
     WithStreaks,
     WithSuggestions,
 )
-from bot.core.rules import scoring
-from bot.core.rules.calibration import calibration
-from bot.core.rules.community import CommunityConfig
-from bot.core.rules.item_analysis import UNANSWERED, ItemStats, TopThirds, flags_kept, wanted_picks
-from bot.core.rules.text import clean_name
-from bot.core.services.base import EngineBase, Shared
-from bot.core.services.practice import Practice
-from bot.core.services.streak_repair import Streaks
 from bot.core.values import CommunityRef, HomeCard, LeaderboardCard, ScoreCard, StatsLine, UserRef
 
 

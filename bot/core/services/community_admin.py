@@ -9,16 +9,6 @@ from typing import Protocol
 
 from bot.core import wording
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import (
-    UnitsOfWork,
-    WithAnswers,
-    WithCommunities,
-    WithFsrs,
-    WithLinks,
-    WithMembers,
-    WithOutbox,
-    WithPlatform,
-)
 from bot.core.rules.community import CONFIG_ALIASES, CommunityConfig, parse_setting
 from bot.core.rules.numbers import ascii_int
 from bot.core.rules.text import clean_name
@@ -28,6 +18,16 @@ from bot.core.services.fsrs_community import config_pair
 from bot.core.services.outbox import AlertsTx, Outbox
 from bot.core.services.practice import Practice
 from bot.core.services.rounds import Rounds
+from bot.core.units import (
+    UnitsOfWork,
+    WithAnswers,
+    WithCommunities,
+    WithFsrs,
+    WithLinks,
+    WithMembers,
+    WithOutbox,
+    WithPlatform,
+)
 from bot.core.values import (
     AlreadyOpen,
     ChannelRef,

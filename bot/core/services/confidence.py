@@ -19,7 +19,6 @@ from fsrs import Rating
 
 from bot.core import wording
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import UnitsOfWork, WithCommunities, WithConfidence, WithMembers, WithReviews
 from bot.core.records import ConfidenceContext
 from bot.core.rules import review as spaced
 from bot.core.rules.confidence_rules import decode_confidence, grade
@@ -27,6 +26,7 @@ from bot.core.rules.timing import as_utc
 from bot.core.services.base import EngineBase, Shared
 from bot.core.services.fsrs_community import CommunityFsrs
 from bot.core.services.rounds import Rounds
+from bot.core.units import UnitsOfWork, WithCommunities, WithConfidence, WithMembers, WithReviews
 from bot.core.values import (
     AlreadyNoted,
     ConfidenceNoted,

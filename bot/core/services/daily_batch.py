@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.core.bank import Question
-from bot.core.ports import UnitsOfWork, WithCommunities, WithDailies, WithRounds, WithSuggestions
 from bot.core.records import NewDaily, NewPost
 from bot.core.rules import scoring
 from bot.core.rules.community import CommunityConfig
 from bot.core.services.base import EngineBase, Shared
 from bot.core.services.rounds import Rounds, channel_daily_key, daily_key, low_bank_note, new_daily
+from bot.core.units import UnitsOfWork, WithCommunities, WithDailies, WithRounds, WithSuggestions
 from bot.core.values import AlreadyOpen, ChannelRef, CommunityRef, QuestionCard
 
 log = logging.getLogger(__name__)

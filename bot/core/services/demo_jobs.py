@@ -13,13 +13,13 @@ from typing import Protocol
 
 from bot.core import wording
 from bot.core.errors import InvalidInput
-from bot.core.ports import UnitsOfWork, WithAnswers, WithCommunities, WithDemos, WithOutbox, WithSuggestions
 from bot.core.records import DemoJobRecord
 from bot.core.rules.demo_request import parse_demo, parse_question_demo
 from bot.core.rules.demo_result import progress_card
 from bot.core.rules.text import clean_name
 from bot.core.services.base import EngineBase, Shared
 from bot.core.services.guesses import takes_guesses
+from bot.core.units import UnitsOfWork, WithAnswers, WithCommunities, WithDemos, WithOutbox, WithSuggestions
 from bot.core.values import ChannelRef, CommunityRef, DemoProgressCard, DemoQueued, DemoRequest, UserRef
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,6 @@ from cachetools import TTLCache
 
 from bot.core import wording
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import UnitsOfWork, WithCommunities, WithFsrs
 from bot.core.rules.fsrs_params import (
     FitRequest,
     FsrsInUse,
@@ -26,6 +25,7 @@ from bot.core.rules.fsrs_params import (
     valid,
 )
 from bot.core.services.base import EngineBase, Shared
+from bot.core.units import UnitsOfWork, WithCommunities, WithFsrs
 from bot.core.values import CommunityRef
 
 log = logging.getLogger(__name__)

@@ -13,11 +13,11 @@ from typing import Any, Protocol
 
 from bot.core import wording
 from bot.core.errors import InvalidInput
-from bot.core.ports import WithCommunities, WithDemos, WithGuesses, WithMembers
 from bot.core.records import DemoJobRecord
 from bot.core.rules.demo_request import DEFAULT_STRATEGIES
 from bot.core.rules.numbers import ascii_int
 from bot.core.services.base import EngineBase
+from bot.core.units import WithCommunities, WithDemos, WithGuesses, WithMembers
 from bot.core.values import ChannelRef, DemoFailedCard, DemoResultCard, Notice, UserRef
 
 log = logging.getLogger(__name__)

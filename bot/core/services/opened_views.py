@@ -9,9 +9,9 @@ import logging
 from datetime import timedelta
 from typing import Protocol
 
-from bot.core.ports import WithViews
 from bot.core.records import OpenedView
 from bot.core.services.base import EngineBase
+from bot.core.units import WithViews
 from bot.core.values import UserRef
 
 log = logging.getLogger(__name__)

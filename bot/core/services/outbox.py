@@ -13,15 +13,6 @@ from typing import Protocol
 
 from bot.core import wording
 from bot.core.errors import NotFound
-from bot.core.ports import (
-    UnitsOfWork,
-    WithBoards,
-    WithCommunities,
-    WithDemos,
-    WithGuesses,
-    WithRounds,
-    WithSuggestions,
-)
 from bot.core.records import OutboxRecord
 from bot.core.rules import scoring
 from bot.core.rules.demo_result import outcome_card
@@ -31,6 +22,7 @@ from bot.core.services.boards import Boards, FlaggedTx
 from bot.core.services.guesses import Guesses
 from bot.core.services.practice import Practice
 from bot.core.services.rounds import RevealTx, Rounds
+from bot.core.units import UnitsOfWork, WithBoards, WithCommunities, WithDemos, WithGuesses, WithRounds, WithSuggestions
 from bot.core.values import (
     ChannelRef,
     CommunityRef,

@@ -13,7 +13,15 @@ from typing import Protocol
 from bot.core import wording
 from bot.core.bank import TOPICS, Question
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import (
+from bot.core.records import SuggestionRecord
+from bot.core.rules import choices as codec
+from bot.core.rules import rating as elo
+from bot.core.rules import suggestions as forms
+from bot.core.rules.community import CommunityConfig
+from bot.core.rules.suggestion_buttons import ACTIONS, QUEUE_PREFIX, RETRY_PREFIX, SUGGEST_PREFIX, decode_decision
+from bot.core.rules.text import clean_name
+from bot.core.services.base import FORMER_MEMBER, EngineBase, Shared
+from bot.core.units import (
     UnitsOfWork,
     WithAnswers,
     WithCommunities,
@@ -24,14 +32,6 @@ from bot.core.ports import (
     WithRounds,
     WithSuggestions,
 )
-from bot.core.records import SuggestionRecord
-from bot.core.rules import choices as codec
-from bot.core.rules import rating as elo
-from bot.core.rules import suggestions as forms
-from bot.core.rules.community import CommunityConfig
-from bot.core.rules.numbers import ascii_int
-from bot.core.rules.text import clean_name
-from bot.core.services.base import FORMER_MEMBER, EngineBase, Shared
 from bot.core.values import (
     ChannelRef,
     CommunityRef,
@@ -53,12 +53,6 @@ from bot.core.values import (
 
 log = logging.getLogger(__name__)
 
-SUGGEST_PREFIX = "sb1:sg:"  # Discord's "continue" button after the first form: sb1:sg:<draft>
-RETRY_PREFIX = "sb1:sf:"  # Discord's "try again" after a refused first form: sb1:sf:<draft>, filled in
-QUEUE_PREFIX = "sb1:sq:"  # an admin's decision button: sb1:sq:<suggestion>:<approve|note|reject>
-ACTIONS = {"approve": "approved", "reject": "rejected", "note": "returned"}
-
-
 @dataclass(frozen=True)
 class PracticePolicy:
     """/quiz picks the question whose predicted chance of a right answer is nearest `target`,
@@ -76,23 +70,6 @@ class SuggestionPolicy:
     max_pending: int = 3
     per_day: int = 5
     shown: int = 5
-
-
-def decode_decision(custom_id: str) -> tuple[int, str] | None:
-    """`sb1:sq:12:approve` -> (12, "approve"); None for anything else."""
-    if not custom_id.startswith(QUEUE_PREFIX):
-        return None
-    number, _, action = custom_id[len(QUEUE_PREFIX) :].partition(":")
-    decoded = ascii_int(number, max_digits=12)
-    if decoded is None or action not in ACTIONS:
-        return None
-    return decoded, action
-
-
-def decode_draft(custom_id: str, prefix: str = SUGGEST_PREFIX) -> int | None:
-    """`sb1:sg:12` (or, with `prefix=RETRY_PREFIX`, `sb1:sf:12`) -> 12; None for anything else."""
-    rest = custom_id[len(prefix) :] if custom_id.startswith(prefix) else ""
-    return ascii_int(rest, max_digits=12)
 
 
 class PracticePort(

@@ -14,7 +14,18 @@ from zoneinfo import ZoneInfo
 from bot.core import wording
 from bot.core.bank import Question
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import (
+from bot.core.records import NewAnswer, NewDaily, RoundRecord
+from bot.core.rules import choices as codec
+from bot.core.rules import review as spaced
+from bot.core.rules import scoring
+from bot.core.rules.community import CommunityConfig
+from bot.core.rules.text import MAX_TEXT, clean_name, looks_like_any_letter, looks_like_letter, parse_choice
+from bot.core.rules.timing import as_utc, daily_moment
+from bot.core.services.base import EngineBase, Shared
+from bot.core.services.fsrs_community import CommunityFsrs
+from bot.core.services.practice import Practice
+from bot.core.services.streak_repair import Streaks
+from bot.core.units import (
     UnitsOfWork,
     WithAnswers,
     WithCommunities,
@@ -28,17 +39,6 @@ from bot.core.ports import (
     WithStreaks,
     WithSuggestions,
 )
-from bot.core.records import NewAnswer, NewDaily, RoundRecord
-from bot.core.rules import choices as codec
-from bot.core.rules import review as spaced
-from bot.core.rules import scoring
-from bot.core.rules.community import CommunityConfig
-from bot.core.rules.text import MAX_TEXT, clean_name, looks_like_any_letter, looks_like_letter, parse_choice
-from bot.core.rules.timing import as_utc, daily_moment
-from bot.core.services.base import EngineBase, Shared
-from bot.core.services.fsrs_community import CommunityFsrs
-from bot.core.services.practice import Practice
-from bot.core.services.streak_repair import Streaks
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyOpen,

@@ -8,11 +8,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Protocol
 
-from bot.core.ports import WithCommunities, WithScheduling
 from bot.core.rules.community import CommunityConfig
 from bot.core.rules.timing import as_utc
 from bot.core.scope import Scheduled, Scope
 from bot.core.services.base import EngineBase
+from bot.core.units import WithCommunities, WithScheduling
 from bot.core.values import CommunityRef
 
 

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from bot.core.ports import WithReviews, WithStreaks
 from bot.core.records import DailyOutcome
 from bot.core.rules import scoring
 from bot.core.rules.community import CommunityConfig
 from bot.core.rules.timing import as_utc
 from bot.core.services.base import EngineBase
+from bot.core.units import WithReviews, WithStreaks
 from bot.core.values import RepairOffer
 
 REPAIR_WINDOW = timedelta(hours=48)  # from the missed round's close

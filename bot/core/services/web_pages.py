@@ -10,12 +10,6 @@ from typing import Protocol
 from bot.core import wording
 from bot.core.bank import TOPICS
 from bot.core.errors import InvalidInput, NotFound
-from bot.core.ports import (
-    UnitsOfWork,
-    WithCommunities,
-    WithFsrs,
-    WithOutbox,
-)
 from bot.core.rules import pages, scoring
 from bot.core.rules.calibration import calibration
 from bot.core.rules.community import CommunityConfig
@@ -25,6 +19,7 @@ from bot.core.services.base import EngineBase, Shared
 from bot.core.services.boards import Boards, FlaggedTx, ScoreTx
 from bot.core.services.fsrs_community import config_pair
 from bot.core.services.outbox import AlertsTx, Outbox
+from bot.core.units import UnitsOfWork, WithCommunities, WithFsrs, WithOutbox
 from bot.core.values import (
     AdminPage,
     BankPage,

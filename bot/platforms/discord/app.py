@@ -27,9 +27,9 @@ from discord.ext import commands
 from bot.config import Settings
 from bot.core.rules.confidence_rules import CONFIDENCE_PREFIX
 from bot.core.rules.demo_request import DEMO_BUTTON_PREFIX
+from bot.core.rules.suggestion_buttons import QUEUE_PREFIX, RETRY_PREFIX, SUGGEST_PREFIX
 from bot.core.scope import ShardsOf
 from bot.core.services.guesses import GUESS_PREFIX
-from bot.core.services.practice import QUEUE_PREFIX, RETRY_PREFIX, SUGGEST_PREFIX
 from bot.core.values import ChannelRef, Posted
 from bot.platforms.discord import render as layout
 from bot.platforms.discord.admin import Admin

@@ -19,8 +19,8 @@ from bot.core import wording
 from bot.core.rules import choices as codec
 from bot.core.rules.confidence_rules import encode_confidence
 from bot.core.rules.demo_request import encode_demo_button
+from bot.core.rules.suggestion_buttons import QUEUE_PREFIX
 from bot.core.services.guesses import encode_guess
-from bot.core.services.practice import QUEUE_PREFIX
 from bot.core.values import (
     AlreadyAnswered,
     AlreadyNoted,

@@ -20,7 +20,7 @@ from discord import app_commands
 
 from bot.core import wording
 from bot.core.engine import StudyEngine
-from bot.core.services.practice import QUEUE_PREFIX, RETRY_PREFIX, SUGGEST_PREFIX, decode_decision, decode_draft
+from bot.core.rules.suggestion_buttons import QUEUE_PREFIX, RETRY_PREFIX, SUGGEST_PREFIX, decode_decision, decode_draft
 from bot.core.values import CommunityRef, Problem, SuggestionForm
 from bot.platforms.discord import render as layout
 from bot.platforms.discord.errors import send_failure

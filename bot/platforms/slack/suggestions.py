@@ -16,7 +16,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.core import wording
 from bot.core.records import OpenedView
-from bot.core.services.practice import QUEUE_PREFIX, decode_decision
+from bot.core.rules.suggestion_buttons import QUEUE_PREFIX, decode_decision
 from bot.core.values import Card, ChannelRef, CommunityRef, Notice, SuggestionDecided, SuggestionRefused, UserRef
 from bot.platforms.slack import forms, render
 from bot.platforms.slack.blocks import escape
