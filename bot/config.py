@@ -92,6 +92,8 @@ class Settings(BaseSettings):
     # torch threads of a demo's worker process (read by demos/ from the environment; default torch's own).
     demo_threads: int | None = Field(default=None, ge=1, le=1024)
     demo_timeout_s: int = Field(default=120, ge=5, le=3600)
+    # Fork each demo from a warm process with torch imported (bot/worker/warm.py), or start each fresh.
+    demo_warm: bool = True
     demo_out_dir: Path = Path("demo-out")
     # Demo jobs: where they run (a child process here, or Celery workers through Redis),
     # one per member every cooldown, at most this many waiting per community.

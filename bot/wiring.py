@@ -90,7 +90,9 @@ def build_runtime(
     threads = bridge_threads or (settings.bridge_threads if settings is not None else 8)
     runner = None
     if settings is not None:
-        backend = make_backend(settings.worker, settings.redis_url, settings.celery_queue, settings.demo_timeout_s)
+        backend = make_backend(
+            settings.worker, settings.redis_url, settings.celery_queue, settings.demo_timeout_s, settings.demo_warm
+        )
         runner = DemoJobRunner(engine, backend, settings.demo_out_dir, parallel=settings.demo_parallel)
     store = engine.store
     database = store.db if isinstance(store, SqlStore) else None

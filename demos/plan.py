@@ -1209,7 +1209,7 @@ def _help_epilog() -> str:
     )
 
 
-def parse_request(argv: list[str] | None) -> tuple[Request, bool, str | None, bool]:
+def parse_request(argv: list[str] | None) -> Options:
     parser = _Parser(
         prog="python -m demos.plan",
         description=(__doc__ or "").split("\n")[0],
@@ -1245,6 +1245,9 @@ def parse_request(argv: list[str] | None) -> tuple[Request, bool, str | None, bo
         "--measure-cuda", action="store_true", help="run the plan on the CUDA GPU and add its measured peak"
     )
     parser.add_argument("--chart", default=None, help="write the frontier and the breakdown to this PNG (matplotlib)")
+    parser.add_argument(
+        "--progress", action="store_true", help="JSON lines for the demo worker: start, then the result"
+    )
     args = parser.parse_args(argv)
     if args.model not in PRESETS:
         raise BadInput(f"Unknown model {args.model!r}; choose one of {', '.join(PRESETS)}.")
@@ -1273,7 +1276,18 @@ def parse_request(argv: list[str] | None) -> tuple[Request, bool, str | None, bo
     req = Request(
         args.model, batch, seq, args.dtype, optimizer, shards, gpu, margin, policies, layers, accounting=args.accounting
     )
-    return req, bool(args.json), args.chart, bool(args.measure_cuda)
+    return Options(req, bool(args.json), args.chart, bool(args.measure_cuda), bool(args.progress))
+
+
+@dataclass(frozen=True)
+class Options:
+    """A command line's request and what to print: text, JSON, or the worker's JSON lines."""
+
+    request: Request
+    as_json: bool
+    chart: str | None
+    measure_cuda: bool
+    progress: bool = False
 
 
 def _whole(name: str, text: str | None, default: int, high: int) -> int:
@@ -1299,12 +1313,16 @@ def _number(name: str, text: str, zero: bool = False) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        req, as_json, chart, measure = parse_request(argv)
-        if measure and not torch.cuda.is_available():
+        options = parse_request(argv)
+        if options.measure_cuda and not torch.cuda.is_available():
             raise BadInput("--measure-cuda needs a CUDA GPU.")
     except BadInput as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    req, chart, measure = options.request, options.chart, options.measure_cuda
+    if options.progress:
+        start = {"event": "start", "total": 1, "device": "fake tensors (nothing allocated)", "torch": torch.__version__}
+        print(json.dumps({**start, "threads": torch.get_num_threads()}), flush=True)
     result = plan(req)
     measured: dict[str, Any] | None = None
     if measure and result.assignment is not None:
@@ -1317,11 +1335,13 @@ def main(argv: list[str] | None = None) -> int:
         from demos.plan_chart import plan_chart
 
         plan_chart(result, chart)
-    if as_json:
+    if options.as_json or options.progress:
         out = asdict(result)
         out["torch"] = torch.__version__
         out["measured"] = measured
-        print(json.dumps(out))
+        if chart:
+            out["charts"] = {"plan": chart}
+        print(json.dumps({"event": "result", "result": out}) if options.progress else json.dumps(out), flush=True)
     else:
         print(format_plan(result))
         if measured:

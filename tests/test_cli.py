@@ -94,6 +94,12 @@ def test_demo_cli_passes_arguments_through(tmp_path: Path) -> None:
     assert done.returncode == 2 and "warp" in done.stderr
 
 
+def test_demo_plan_cli_passes_arguments_to_the_planner(tmp_path: Path) -> None:
+    # a real process: the planner is a child that writes to the real stderr
+    done = studybot(tmp_path, "demo", "plan", "--model", "resnet", process=True)
+    assert done.returncode == 2 and "Unknown model 'resnet'" in done.stderr and "hf-gpt2" in done.stderr
+
+
 def test_demo_cli_shows_each_strategy_as_it_is_measured(tmp_path: Path) -> None:
     done = studybot(
         tmp_path,

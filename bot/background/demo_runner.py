@@ -87,8 +87,10 @@ class LocalBackend:
         python: str = sys.executable,
         available: Callable[[], int] = memory_available,
         min_share: int = MIN_SHARE,
+        warm: bool = True,
     ) -> None:
         self.timeout_s = timeout_s
+        self.warm = warm  # fork each demo from this interpreter's warm process (bot/worker/warm.py)
         self.python = python
         self.available = available
         self.min_share = min_share
@@ -125,7 +127,7 @@ class LocalBackend:
         memory = self._shares[job.id] or None  # 0: this machine does not say what it has
         try:
             return await asyncio.to_thread(
-                run_demo_process, job.module, job.args, self.timeout_s, hear, self.python, memory
+                run_demo_process, job.module, job.args, self.timeout_s, hear, self.python, memory, self.warm
             )
         finally:
             self._shares.pop(job.id, None)
@@ -368,7 +370,7 @@ class DemoJobRunner:
         self._finished()
 
 
-def make_backend(worker: str, redis_url: str, queue: str, timeout_s: float) -> Backend:
+def make_backend(worker: str, redis_url: str, queue: str, timeout_s: float, warm: bool = True) -> Backend:
     if worker == "celery":
         return CeleryBackend(redis_url, queue, timeout_s)
-    return LocalBackend(timeout_s)
+    return LocalBackend(timeout_s, warm=warm)

@@ -4,7 +4,7 @@ deliverer, the database), and print.
 
 serve.py: run, console, web. questions.py: questions lint, list, stats, export; analysis.py:
 questions analysis. reports.py: leaderboard, export. schedule.py: schedule show, run. fsrs.py:
-fsrs fit. demos.py: demo checkpoint, estimate, worker, jobs. db.py: db upgrade. doctor.py:
+fsrs fit. demos.py: demo checkpoint, estimate, plan, worker, jobs. db.py: db upgrade. doctor.py:
 doctor, health. common.py: what they share, this invocation's Settings first: the root
 callback below loads them once (through bot/settings_problems.py's `load_settings`, so a bad
 setting is one sentence and exit 2) and every command reads them with `settings_of(ctx)`."""
@@ -65,6 +65,7 @@ app.command()(demos.jobs)
 db_app.command("upgrade")(db.db_upgrade)
 demo_app.command("checkpoint", context_settings=demos.PASSTHROUGH)(demos.demo_checkpoint)
 demo_app.command("estimate", context_settings=demos.PASSTHROUGH)(demos.demo_estimate)
+demo_app.command("plan", context_settings=demos.PASSTHROUGH)(demos.demo_plan)
 app.command()(doctor.doctor)
 app.command()(doctor.health)
 

@@ -1,5 +1,5 @@
 """The PyTorch demos from the command line (`studybot demo checkpoint`, with a progress bar as
-each strategy is measured, and `demo estimate`), the Celery worker that runs them for the
+each strategy is measured, `demo estimate` and `demo plan`), the Celery worker that runs them for the
 chat (`studybot worker`), and the newest demo jobs (`studybot jobs`)."""
 
 from __future__ import annotations
@@ -128,7 +128,8 @@ def demo_with_progress(settings: Settings, module: str, args: tuple[str, ...]) -
     started = time.perf_counter()
     try:
         with progress:
-            outcome = run_demo_process(module, args, settings.demo_timeout_s, hear)
+            # one run in the foreground: a warm process would only add its own start
+            outcome = run_demo_process(module, args, settings.demo_timeout_s, hear, warm=False)
     except DemoFailure as failure:
         typer.echo(failure.sentence, err=True)
         return 2
@@ -145,6 +146,11 @@ def demo_estimate(ctx: typer.Context) -> None:
     raise typer.Exit(subprocess.call([sys.executable, "-m", "demos.estimate", *ctx.args]))
 
 
+def demo_plan(ctx: typer.Context) -> None:
+    """Plan what to checkpoint so a training step fits in N GiB (python -m demos.plan)."""
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "demos.plan", *ctx.args]))
+
+
 def worker(
     ctx: typer.Context,
     queues: Annotated[str, typer.Option(help="Comma-separated Celery queues to take demos from.")] = "demos",
@@ -155,7 +161,7 @@ def worker(
 
     settings = settings_of(ctx)
     setup_logging(settings)
-    celery_app = make_app(settings.redis_url, settings.demo_timeout_s)
+    celery_app = make_app(settings.redis_url, settings.demo_timeout_s, warm=settings.demo_warm)
     celery_app.worker_main(
         ["worker", "--queues", queues, "--concurrency", str(concurrency), "--pool", "prefork", "--loglevel", "INFO"]
     )

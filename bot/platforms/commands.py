@@ -147,9 +147,14 @@ TABLE: tuple[TextCommand, ...] = (
     ),
     TextCommand(
         "demo",
-        "checkpoint [layers=9 tokens=512 ...] | estimate [preset=gpt2-small batch=8 seq=1024 gpu-gib=24]",
+        "checkpoint [layers=9 tokens=512 ...] | estimate [preset=gpt2-small batch=8 seq=1024 gpu-gib=24] "
+        "| plan [model=hf-gpt2 gpu-gib=12 batch=8 seq=1024 ...]",
         _demo,
-        ("checkpoint layers=4 tokens=64", "estimate preset=gpt2-small batch=8 seq=1024"),
+        (
+            "checkpoint layers=4 tokens=64",
+            "estimate preset=gpt2-small batch=8 seq=1024",
+            "plan model=transformer batch=2 seq=64",
+        ),
     ),
     TextCommand("forget-me", "[confirm]", _forget_me, ("", "confirm")),
     TextCommand("suggest", "", None),

@@ -57,14 +57,20 @@ def week_chart(weeks: tuple[WeekPoints, ...], width: int = 600, height: int = 18
 
 
 def demo_chart(card: DemoResultCard, width: int = 600) -> BarChart | None:
-    """Peak memory per strategy as horizontal bars, from a checkpoint demo's table."""
-    if "peak MiB" not in card.header:
+    """Peak memory per strategy as horizontal bars, from a checkpoint demo's table; for a plan,
+    what makes up its peak (GiB, the total left out)."""
+    plan = card.module == "demos.plan" and len(card.header) > 1 and card.header[1] in ("GiB", "MiB")
+    unit = card.header[1] if plan else "MiB"
+    name = unit if plan else "peak MiB"
+    if name not in card.header:
         return None
-    column = card.header.index("peak MiB")
+    column = card.header.index(name)
     values = []
     for row in card.rows:
+        if plan and row[0] == "total":
+            continue
         try:
-            values.append((row[0], float(row[column])))
+            values.append((row[0], float(row[column].replace(",", ""))))
         except (ValueError, IndexError):
             continue
     if not values:
@@ -75,7 +81,7 @@ def demo_chart(card: DemoResultCard, width: int = 600) -> BarChart | None:
         Bar(
             label=name,
             value=value,
-            text=f"{value:.1f} MiB",
+            text=f"{value:.2f} {unit}" if plan else f"{value:.1f} MiB",
             x=left,
             y=8 + i * row_h,
             width=(width - left - 90) * value / top,

@@ -22,7 +22,7 @@ from bot.worker.demo_process import TIMEOUT, DemoFailure, memory_available, run_
 log = logging.getLogger(__name__)
 
 
-def make_app(redis_url: str, timeout_s: float = 120.0, fit_timeout_s: float = 1800.0) -> Celery:
+def make_app(redis_url: str, timeout_s: float = 120.0, fit_timeout_s: float = 1800.0, warm: bool = True) -> Celery:
     app = Celery("studybot", broker=redis_url, backend=redis_url)
     app.conf.update(
         task_serializer="json",
@@ -50,7 +50,9 @@ def make_app(redis_url: str, timeout_s: float = 120.0, fit_timeout_s: float = 18
 
         try:
             # the host's memory as it is now, told to the demo and held as its limit
-            outcome = run_demo_process(module, tuple(args), timeout_s, report, memory_bytes=memory_available() or None)
+            outcome = run_demo_process(
+                module, tuple(args), timeout_s, report, memory_bytes=memory_available() or None, warm=warm
+            )
         except DemoFailure as failure:
             raise RuntimeError(failure.sentence, failure.kind) from None  # the bot reads both
         except SoftTimeLimitExceeded:

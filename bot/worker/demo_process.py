@@ -26,6 +26,8 @@ from typing import Any
 
 from bot.config import ROOT
 from bot.errors import WorkerFailure
+from bot.worker.warm import WarmChild
+from bot.worker.warm import spawn as warm_spawn
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +176,7 @@ def run_demo_process(  # noqa: C901 - one child's life: start, stream, time out,
     on_event: Callable[[Event], None] | None = None,
     python: str = sys.executable,
     memory_bytes: int | None = None,
+    warm: bool = True,
 ) -> DemoOutcome:
     """Run one demo in a child process and return its result; `on_event` hears each progress
     event as it is printed. Used by the local back end and by the Celery worker alike.
@@ -181,37 +184,32 @@ def run_demo_process(  # noqa: C901 - one child's life: start, stream, time out,
     The checkpoint demo gets the time limit as its `--time-budget` (less its start-up), so its
     estimate refuses what would be killed. `memory_bytes`: the memory it may use, told to it
     (STUDYBOT_DEMO_MEMORY_BYTES, which its estimate holds the run to) and, on a CPU run,
-    enforced as the child's RLIMIT_AS; a run past it fails with one sentence."""
-    if module not in ("demos.checkpoint", "demos.estimate"):
+    enforced as the child's RLIMIT_AS; a run past it fails with one sentence. `warm`: fork the
+    child from this interpreter's warm process (bot/worker/warm.py: torch already imported);
+    a fresh process when that is off, `python` is another interpreter, or it cannot start."""
+    if module not in ("demos.checkpoint", "demos.estimate", "demos.plan"):
         raise DemoFailure(f"There is no demo called {module}.")
     with tempfile.TemporaryDirectory(prefix="studybot-demo-") as tmp:
         chart = Path(tmp) / "chart.png"
-        command = [python, "-m", module, "--progress", *args]
+        demo_args = ["--progress", *args]
         if module == "demos.checkpoint":
-            command += ["--chart", str(chart), "--time-budget", f"{time_budget(timeout_s):g}"]
+            demo_args += ["--chart", str(chart), "--time-budget", f"{time_budget(timeout_s):g}"]
+        elif module == "demos.plan":  # the frontier and the breakdown, one PNG
+            demo_args += ["--chart", str(chart)]
+        command = [python, "-m", module, *demo_args]
         env = dict(os.environ)
         limited = memory_bytes is not None and memory_limit_kind() == "rlimit" and not runs_on_cuda(args)
         if memory_bytes is not None:
             env["STUDYBOT_DEMO_MEMORY_BYTES"] = str(max(0, memory_bytes))
             env.setdefault("MALLOC_ARENA_MAX", "2")  # glibc's arenas would eat the address space
         log.info("running demo: %s", " ".join(command[1:]))
-        if limited and memory_bytes is not None:
-            if shutil.which(python) is None:  # the shell would say so only as exit 127
-                raise DemoFailure(f"The demo worker could not start: {os.strerror(errno.ENOENT)}.", "worker")
-            command = limited_command(command, memory_bytes)
         launched = time.perf_counter()
-        try:
-            proc = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env=env,
-                start_new_session=True,  # its own process group: a time-out kills it whole
-            )
-        except OSError as exc:
-            raise DemoFailure(f"The demo worker could not start: {exc.strerror}.", "worker") from None
+        space = address_space_limit(memory_bytes) if limited and memory_bytes is not None else None
+        # the warm process is this interpreter's own: another interpreter starts fresh
+        forked = warm_spawn(python, module, tuple(demo_args), env, space) if warm and python == sys.executable else None
+        proc: subprocess.Popen[str] | WarmChild = (
+            forked if forked is not None else _fresh_process(command, env, python, memory_bytes if limited else None)
+        )
         stderr: list[str] = []
         reader = threading.Thread(target=lambda: stderr.extend(proc.stderr or []), daemon=True)
         reader.start()
@@ -262,6 +260,28 @@ def run_demo_process(  # noqa: C901 - one child's life: start, stream, time out,
         return DemoOutcome(result=result, chart=main, events=tuple(events), charts=pictures)
 
 
+def _fresh_process(
+    command: list[str], env: dict[str, str], python: str, memory_bytes: int | None
+) -> subprocess.Popen[str]:
+    """The demo as a new process (no warm one): `memory_bytes`, when given, as its RLIMIT_AS."""
+    if memory_bytes is not None:
+        if shutil.which(python) is None:  # the shell would say so only as exit 127
+            raise DemoFailure(f"The demo worker could not start: {os.strerror(errno.ENOENT)}.", "worker")
+        command = limited_command(command, memory_bytes)
+    try:
+        return subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,  # its own process group: a time-out kills it whole
+        )
+    except OSError as exc:
+        raise DemoFailure(f"The demo worker could not start: {exc.strerror}.", "worker") from None
+
+
 def save_chart(out_dir: Path, name: str, chart: bytes | None) -> str | None:
     """Write a demo's PNG chart as `out_dir/name.png`; its absolute path, or None without one."""
     if not chart:
@@ -283,6 +303,6 @@ def save_charts(out_dir: Path, name: str, outcome: DemoOutcome) -> dict[str, str
     return saved
 
 
-def _kill(proc: subprocess.Popen[str]) -> None:
+def _kill(proc: subprocess.Popen[str] | WarmChild) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)

@@ -1,6 +1,6 @@
 """Validate `/demo` requests from chat before anything runs: names, numbers and bounds.
 
-The demos' own parsers (demos/checkpoint.py, demos/estimate.py) are the truth: every name here
+The demos' own parsers (demos/checkpoint.py, demos/estimate.py, demos/plan.py) are the truth: every name here
 matches theirs and every value accepted here is accepted there (tests/test_demo_request.py
 says so). A question's `demo:` field is a `/demo` request too, held to tighter bounds: by the
 demo's own cost model it runs in seconds on a CPU worker (`quick_problem`)."""
@@ -15,11 +15,15 @@ from bot.core.errors import InvalidInput
 from bot.core.rules.numbers import ascii_int
 from bot.core.values import DemoRequest
 
-DEMOS = ("checkpoint", "estimate")
+DEMOS = ("checkpoint", "estimate", "plan")
 STRATEGIES = ("none", "block", "sqrt", "selective", "selective-attn", "offload", "budget")
 MODELS = ("blocks", "chain", "transformer", "hf-gpt2")
 PRESETS = ("gpt2-small", "gpt2-medium", "gpt2-large", "llama-1b", "hf-gpt2")
 KERNELS = ("cuda", "cpu")
+# demos/plan.py's presets, dtypes and optimizers (tests/test_demo_request.py compares them)
+PLAN_MODELS = ("transformer", "hf-gpt2", "gpt2-medium", "gpt2-large", "llama-1b", "llama-7b", "torch-sac-test")
+PLAN_DTYPES = ("fp32", "bf16-autocast", "bf16")
+PLAN_OPTIMIZERS = ("adamw", "adam", "sgd", "adapters")
 HF_STRATEGIES = ("none", "block", "offload")  # hf-gpt2's block is transformers' gradient_checkpointing_enable
 MAX_BUDGETS = 6  # budgets per request (one compile each)
 # Bounds a chat user may ask for; the worker's own estimate refuses what does not fit or finish.
@@ -33,13 +37,18 @@ INT_BOUNDS: dict[str, dict[str, tuple[int, int]]] = {
         "repeat": (1, 20),
     },
     "estimate": {"batch": (1, 512), "seq": (1, 131072)},
+    "plan": {"batch": (1, 512), "seq": (1, 131072), "shards": (1, 4096)},
 }
-FLOAT_BOUNDS: dict[str, dict[str, tuple[float, float]]] = {"estimate": {"gpu-gib": (1.0, 4096.0)}}
+FLOAT_BOUNDS: dict[str, dict[str, tuple[float, float]]] = {
+    "estimate": {"gpu-gib": (1.0, 4096.0)},
+    "plan": {"gpu-gib": (1.0, 4096.0), "margin-gib": (0.0, 4096.0)},
+}
 CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
     "checkpoint": {"model": MODELS, "device": ("auto", "cpu", "cuda")},
     "estimate": {"preset": PRESETS, "kernels": KERNELS},
+    "plan": {"model": PLAN_MODELS, "dtype": PLAN_DTYPES, "optimizer": PLAN_OPTIMIZERS},
 }
-LISTS: dict[str, tuple[str, ...]] = {"checkpoint": ("strategies", "budgets"), "estimate": ()}
+LISTS: dict[str, tuple[str, ...]] = {"checkpoint": ("strategies", "budgets"), "estimate": (), "plan": ()}
 
 # The demo's defaults (demos/checkpoint.py MODEL_DEFAULTS: layers, tokens, width, heads, batch).
 MODEL_DEFAULTS: dict[str, tuple[int, int, int, int, int]] = {
@@ -80,6 +89,8 @@ def parse_demo(text: str) -> DemoRequest:
     request = DemoRequest(module=f"demos.{name}", args=tuple(args))
     if name == "checkpoint":
         _check_combination(_options(request))
+    if name == "plan":
+        _check_margin(_options(request))
     return request
 
 
@@ -129,6 +140,13 @@ def _check_combination(options: dict[str, str]) -> None:
         other = [s for s in options.get("strategies", "").split(",") if s and s not in HF_STRATEGIES]
         if other:
             raise InvalidInput(wording.demo_hf_strategies(other[0], HF_STRATEGIES))
+
+
+def _check_margin(options: dict[str, str]) -> None:
+    """The plan's margin must leave some of the GPU's memory to plan in (default 24 GiB)."""
+    gpu = float(options.get("gpu-gib", "24"))
+    if "margin-gib" in options and float(options["margin-gib"]) >= gpu:
+        raise InvalidInput(wording.demo_margin(float(options["margin-gib"]), gpu))
 
 
 def question_demo_text(field: str) -> str:

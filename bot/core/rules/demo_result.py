@@ -1,4 +1,4 @@
-"""A demo's JSON result (from demos.checkpoint or demos.estimate) as a DemoResultCard: the
+"""A demo's JSON result (from demos.checkpoint, demos.estimate or demos.plan) as a DemoResultCard: the
 table every platform shows, computed once."""
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ def result_card(module: str, data: dict[str, Any], chart: str | None, wall_s: fl
         return _checkpoint(data, chart, wall_s)
     if module == "demos.estimate" and isinstance(data.get("without"), dict):
         return _estimate(data, wall_s)
+    if module == "demos.plan" and isinstance(data.get("frontier"), list) and isinstance(data.get("sentence"), str):
+        return _plan(data, chart, wall_s)
     raw = ((json.dumps(data, default=str)[:1500],),)
     return DemoResultCard(module, wording.result_title(module), ("result",), raw, (), chart, wall_s, data)
 
@@ -150,6 +152,61 @@ def _estimate(data: dict[str, Any], wall_s: float) -> DemoResultCard:
         chart=None,
         wall_s=wall_s,
         data=data,
+    )
+
+
+PLAN_POLICY_HEADER = ("policy", "saved MiB/layer", "recomputed GFLOPs/layer")
+
+
+def _amount(size: float) -> str:
+    """Bytes as '1.23 GiB', or '45.6 MiB' under a GiB."""
+    return f"{size / GIB:,.2f} GiB" if size >= GIB else f"{size / MIB:,.1f} MiB"
+
+
+def _plan(data: dict[str, Any], chart: str | None, wall_s: float) -> DemoResultCard:
+    """The planner's answer: when a plan fits, what makes up its peak (GiB, share of the
+    peak); when none does, what each policy saves and costs a layer. The sentence, the
+    frontier, what sits at the peak, the code that applies the plan and the assumptions as
+    notes; the frontier and the breakdown drawn in its chart."""
+    breakdown = data.get("breakdown")
+    if isinstance(breakdown, dict) and breakdown:
+        parts = {str(k): v for k, v in breakdown.items() if isinstance(v, int | float)}
+        total = sum(parts.values()) or 1
+        unit, scale = ("GiB", GIB) if total >= GIB else ("MiB", MIB)  # a small model's plan in MiB
+        header: tuple[str, ...] = ("at the peak", unit, "share")
+        rows = tuple((k, f"{v / scale:,.2f}", f"{v / total:.0%}") for k, v in parts.items())
+        rows += (("total", f"{sum(parts.values()) / scale:,.2f}", "100%"),)
+    else:
+        header = PLAN_POLICY_HEADER
+        rows = tuple(
+            (
+                str(p.get("policy")),
+                f"{float(p.get('saved_per_layer_bytes') or 0) / MIB:,.1f}",
+                f"{float(p.get('recomputed_flops_per_layer') or 0) / 1e9:,.2f}",
+            )
+            for p in data.get("policies", [])
+            if isinstance(p, dict)
+        )
+    notes = [str(data["sentence"])]
+    peaks = [r["peak_bytes"] for r in data["frontier"] if isinstance(r, dict) and isinstance(r.get("peak_bytes"), int)]
+    if peaks:
+        notes.append(wording.plan_frontier_line(len(peaks), _amount(min(peaks)), _amount(max(peaks))))
+    notes += [str(data[k]) for k in ("at_peak", "advice") if data.get(k)]
+    if data.get("code"):
+        notes.append(f"{wording.PLAN_CODE_INTRO}\n{data['code']}")
+    notes += [str(a) for a in data.get("assumptions", [])]
+    notes.append(wording.ran_in(wall_s))
+    charts = chart_files(data, chart)
+    return DemoResultCard(
+        module="demos.plan",
+        title=wording.plan_title(data),
+        header=header,
+        rows=rows,
+        notes=tuple(notes),
+        chart=charts[0].path if charts else None,
+        wall_s=wall_s,
+        data=data,
+        charts=charts,
     )
 
 

@@ -87,6 +87,7 @@ COMMAND_HELP = (
     ("/leaderboard [week|all|2026-W48]", "the weekly or all-time leaderboard"),
     ("/demo checkpoint [layers=9 tokens=512 ...]", "measure peak memory with and without checkpointing"),
     ("/demo estimate [preset=gpt2-small batch=8 seq=1024]", "estimate a large model's peak memory"),
+    ("/demo plan [model=hf-gpt2 gpu-gib=12 ...]", "what to checkpoint so a training step fits in N GiB"),
     ("/forget-me [confirm]", "delete your data in this workspace"),
     ("/suggest", "write a question for this community's bank; the admins approve it"),
     ("{config} [show|pause|resume|post-now|KEY VALUE]", "admins: settings (channel, time, timezone, window, topics)"),

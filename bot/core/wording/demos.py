@@ -102,6 +102,7 @@ CHART_TITLES = {
     "budget": "The memory budget's trade-off: peak memory against step time",
     "memory": "Peak memory and step time per strategy",
     "sweep": "Peak memory against depth",
+    "plan": "The plan: peak memory against recomputed FLOPs, and what makes up the peak",
     "chart": "Peak memory chart",
 }
 
@@ -116,7 +117,10 @@ def chart_title(kind: str) -> str:
 
 # -------------------------------------------------------- /demo requests
 
-DEMO_USAGE = "Say /demo checkpoint [key=value ...] or /demo estimate [preset=gpt2-small ...]."
+DEMO_USAGE = (
+    "Say /demo checkpoint [key=value ...], /demo estimate [preset=gpt2-small ...] or "
+    "/demo plan [model=hf-gpt2 gpu-gib=12 ...]."
+)
 
 
 def demo_not_key_value(word: str) -> str:
@@ -153,6 +157,10 @@ def demo_unknown_setting(key: str, known: Iterable[str]) -> str:
 
 def demo_heads_divide(width: int, heads: int, model: str) -> str:
     return f"width ({width}) must be a multiple of heads ({heads}) for the {model} model."
+
+
+def demo_margin(margin: float, gpu: float) -> str:
+    return f"margin-gib ({margin:g}) must be less than gpu-gib ({gpu:g}): the plan needs memory left to fit in."
 
 
 def demo_hf_strategies(strategy: str, allowed: Iterable[str]) -> str:
@@ -232,6 +240,27 @@ def estimate_title(data: dict[str, Any]) -> str:
         f"Estimated peak of one training step: {data.get('preset')} batch {data.get('batch')} x "
         f"{data.get('seq')} tokens, {data.get('dtype')} (fake tensors, nothing allocated):"
     )
+
+
+def plan_title(data: dict[str, Any]) -> str:
+    found = data.get("request")
+    request: dict[str, Any] = found if isinstance(found, dict) else {}
+    return (
+        f"Checkpointing plan for {data.get('preset')} ({data.get('layers')} layers), batch {request.get('batch')} x "
+        f"{request.get('seq')} tokens, {request.get('dtype')}, {request.get('optimizer')}, in "
+        f"{request.get('gpu_gib')} GiB (fake tensors, nothing allocated):"
+    )
+
+
+def plan_frontier_line(points: int, lowest: str, highest: str) -> str:
+    """`lowest`, `highest`: the frontier's least and greatest peaks, with their unit."""
+    return (
+        f"Frontier: {points} plans from {highest} with nothing recomputed down to {lowest} "
+        "(the chart draws them, the plan marked)."
+    )
+
+
+PLAN_CODE_INTRO = "The code that applies the plan:"
 
 
 def ran_in(wall_s: float) -> str:

@@ -58,6 +58,7 @@ CONSOLE_HELP = """Commands:
   /config [KEY VALUE]    show or change settings (channel, time, timezone, window, topics, web), pause, resume, post-now
   /demo checkpoint [layers=9 tokens=512 width=128 strategies=none,block,sqrt,selective ...]
   /demo estimate [preset=gpt2-small batch=8 seq=1024 gpu-gib=24]
+  /demo plan [model=hf-gpt2 gpu-gib=12 batch=8 seq=1024 dtype=fp32 optimizer=adamw shards=1]
   /suggest               write a question for this community's bank (guided prompts; /cancel stops)
   /config suggestions    the questions waiting; /config approve N, note N TEXT, reject N, remove QUESTION-ID
   /forget-me [confirm]   delete your data in this community

@@ -1,4 +1,4 @@
-"""Demos on Discord: `/demo checkpoint|estimate` and the "see it run" button under a reveal
+"""Demos on Discord: `/demo checkpoint|estimate|plan` and the "see it run" button under a reveal
 queue one (one engine call each); the queued message is posted in the channel and its id told
 to the engine, so the job's progress edits it in place (`show_progress`, from the runtime). A
 refusal (a cooldown, a full queue) is answered privately."""
@@ -37,7 +37,7 @@ class Demos:
         self.bot = bot
 
     def register(self, tree: app_commands.CommandTree[Any]) -> None:
-        """/demo checkpoint and /demo estimate, guild-only as a group."""
+        """/demo checkpoint, /demo estimate and /demo plan, guild-only as a group."""
         opt = OPTIONS
         demo = app_commands.Group(name="demo", description=COMMANDS["demo"], guild_only=True)
 
@@ -97,6 +97,43 @@ class Demos:
         ) -> None:
             words = {"preset": preset, "batch": batch, "seq": seq, "gpu-gib": gpu_gib, "kernels": kernels}
             await self.request(interaction, "estimate", words)
+
+        @demo.command(name="plan", description=DEMO_COMMANDS["plan"])
+        @app_commands.describe(
+            model=opt["plan_model"],
+            gpu_gib=opt["plan_gpu_gib"],
+            batch=opt["batch"],
+            seq=opt["seq"],
+            dtype=opt["dtype"],
+            optimizer=opt["optimizer"],
+            shards=opt["shards"],
+            margin_gib=opt["margin_gib"],
+        )
+        async def plan(
+            interaction: discord.Interaction[Any],
+            model: Literal[
+                "transformer", "hf-gpt2", "gpt2-medium", "gpt2-large", "llama-1b", "llama-7b", "torch-sac-test"
+            ],
+            gpu_gib: app_commands.Range[float, 1.0, 4096.0] | None = None,
+            batch: app_commands.Range[int, 1, 512] | None = None,
+            seq: app_commands.Range[int, 1, 131072] | None = None,
+            dtype: Literal["fp32", "bf16-autocast", "bf16"] | None = None,
+            optimizer: Literal["adamw", "adam", "sgd", "adapters"] | None = None,
+            shards: app_commands.Range[int, 1, 4096] | None = None,
+            margin_gib: app_commands.Range[float, 0.0, 4096.0] | None = None,
+        ) -> None:
+            # the names and bounds are demo_request's PLAN_MODELS, INT_BOUNDS and FLOAT_BOUNDS (tested)
+            words = {
+                "model": model,
+                "gpu-gib": gpu_gib,
+                "batch": batch,
+                "seq": seq,
+                "dtype": dtype,
+                "optimizer": optimizer,
+                "shards": shards,
+                "margin-gib": margin_gib,
+            }
+            await self.request(interaction, "plan", words)
 
         tree.add_command(demo)
 

@@ -41,10 +41,17 @@ OPTIONS = {
     "batch": "Batch size (1-512).",
     "seq": "Sequence length (1-131072).",
     "gpu_gib": "GPU memory to fit in, GiB.",
+    "plan_model": "The model to plan for (our transformer, GPT-2 sizes, Llama shapes, PyTorch's planner test model).",
+    "plan_gpu_gib": "The GPU's memory in GiB (default 24).",
+    "dtype": "fp32 (default), bf16-autocast (fp32 weights) or bf16 (bf16 weights).",
+    "optimizer": "adamw (default), adam, sgd, or adapters (frozen base, LoRA adapters trained).",
+    "shards": "FSDP shards dividing parameters, gradients and optimizer state (default 1).",
+    "margin_gib": "GiB kept for the CUDA context and fragmentation (default 10% of the GPU).",
 }
 DEMO_COMMANDS = {
     "checkpoint": "Run a small model with and without checkpointing and measure peak memory.",
     "estimate": "Estimate peak memory of a large model without allocating it.",
+    "plan": "What to checkpoint so a model's training step fits in N GiB (planned without a GPU).",
 }
 GUILD_ONLY = "Use this command in a server channel: scores and settings belong to a server."
 NEEDS_MANAGE_SERVER = "Only members with the Manage Server permission can use /config."
