@@ -24,8 +24,19 @@ from bot.config import ROOT
 
 log = logging.getLogger(__name__)
 
-#: What the warm process imports once: torch and the demos a worker runs.
-PRELOAD = ("torch", "demos.checkpoint", "demos.estimate", "demos.plan")
+#: What the warm process imports once: torch and the demos a worker runs, then (a trailing "?":
+#: when installed) what the demos import as they start: torch._dynamo (FakeTensorMode and the
+#: non-reentrant checkpoint pull it in, about 1.3 s), Hugging Face's GPT-2 (about 1.6 s) and
+#: matplotlib. None of them starts a thread, so the process stays safe to fork.
+PRELOAD = (
+    "torch",
+    "demos.checkpoint",
+    "demos.estimate",
+    "demos.plan",
+    "torch._dynamo?",
+    "transformers.models.gpt2.modeling_gpt2?",
+    "matplotlib?",
+)
 START_S = 120.0  # at most this long for the warm process to import them
 ANSWER_S = 10.0  # at most this long for it to fork a child and say its pid
 ENV = {"MALLOC_ARENA_MAX": "2"}  # glibc reads it at start: every child inherits the setting

@@ -1,5 +1,5 @@
 """The warm demo process: `python -m bot.worker.zygote SOCKET MODULE...` imports torch and the
-demo modules once, then forks one child per demo, so a request pays for its own work and not
+demo modules once (a MODULE ending in "?" only if installed), then forks one child per demo, so a request pays for its own work and not
 for the interpreter's start and torch's import (about 1.6 s on a 2-core machine).
 
 Each request arrives on a Unix socket as one JSON line (the demo module, its arguments, its
@@ -36,7 +36,11 @@ def serve(path: str, modules: list[str]) -> None:
     """Import `modules`, say READY on stdout, and fork a child per request until stdin closes
     (the parent that started this is gone) or the socket is removed."""
     for name in modules:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name.removesuffix("?"))
+        except ImportError:
+            if not name.endswith("?"):  # an optional one may be missing
+                raise
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
