@@ -1,6 +1,7 @@
 """The warm demo process: `python -m bot.worker.zygote SOCKET MODULE...` imports torch and the
-demo modules once (a MODULE ending in "?" only if installed), then forks one child per demo, so a request pays for its own work and not
-for the interpreter's start and torch's import (about 1.6 s on a 2-core machine).
+demo modules once (a MODULE ending in "?" only if installed), then forks one child per demo, so
+a request pays for its own work and not for the interpreter's start and the imports (about 1.6 s
+for torch alone on a 2-core machine).
 
 Each request arrives on a Unix socket as one JSON line (the demo module, its arguments, its
 environment, its working directory, its address-space limit) with three file descriptors
@@ -68,7 +69,8 @@ def _one(conn: socket.socket, listener: socket.socket, watch: int) -> None:
         if len(fds) != 3:
             raise ValueError(f"expected 3 file descriptors, got {len(fds)}")
     except (OSError, ValueError) as exc:
-        conn.sendall(json.dumps({"error": str(exc)}).encode() + b"\n")
+        with contextlib.suppress(OSError):  # a client gone already is no reason to stop serving
+            conn.sendall(json.dumps({"error": str(exc)}).encode() + b"\n")
         return
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -78,7 +80,8 @@ def _one(conn: socket.socket, listener: socket.socket, watch: int) -> None:
         _child(request, fds)
     for fd in fds:
         os.close(fd)
-    conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    with contextlib.suppress(OSError):  # the client gone: its child's pipes close with it, and it ends
+        conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
 
 
 def _child(request: dict[str, Any], fds: list[int]) -> None:
