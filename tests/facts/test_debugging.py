@@ -131,6 +131,10 @@ def test_snapshot_reader_counts_gaps_as_reserved_but_free() -> None:
             block(30 * MiB, 10 * MiB, "inactive"),
         ],
     }
+    # This CPU check covers only the snapshot reader's half of dbg-snapshot-gaps: it sums
+    # the two gaps into one total_free. The allocator's half (a 15 MiB request is not placed
+    # in those gaps but in a new segment) needs a GPU: test_on_a_gpu_two_10_mib_gaps_cannot_
+    # serve_15_mib below, gpu-marked and skipped without CUDA.
     report = _memory_viz.segsum({"segments": [segment], "device_traces": []})
     assert "total_reserved: 40.0MiB" in report
     assert "total_allocated: 20.0MiB" in report
@@ -279,6 +283,16 @@ def test_mismatch_error_tip_names_compiled_graph_selection() -> None:
     assert "different compiled graph" in tip
     assert "torch._dynamo.mark_dynamic()" in tip
     assert "_set_lru_cache(False)" in tip
+    # the explain's scope: without debug the tip closes the message; with debug=True the
+    # raised error is the operator-log template and the tip is only in its chained cause
+    assert tip.rstrip().endswith("workaround examples.")
+    calls["n"] = 0
+    y = checkpoint(body, x, use_reentrant=False, debug=True)
+    with pytest.raises(CheckpointError) as info:
+        y.sum().backward()
+    assert "different compiled graph" not in str(info.value)
+    assert isinstance(info.value.__cause__, CheckpointError)
+    assert "different compiled graph" in str(info.value.__cause__)
 
 
 def test_early_stop_hides_extra_ops_at_the_end_of_recompute() -> None:

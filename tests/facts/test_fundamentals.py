@@ -10,7 +10,9 @@ from __future__ import annotations
 import warnings
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+from torch.autograd.graph import saved_tensors_hooks
 from torch.utils.checkpoint import checkpoint
 
 from tests.facts.support import SavedMeter, make_stack, param_ptrs, run_chain
@@ -128,12 +130,20 @@ def test_gradients_identical_with_dropout_when_rng_is_replayed() -> None:
         if mode == "plain":
             out = model(x)
         else:
-            # preserve_rng_state=True is the default: the recompute replays the same masks
-            out = checkpoint(model, x, use_reentrant=(mode == "reentrant"), preserve_rng_state=True)
+            # preserve_rng_state left at its default: the test fails if the default stops
+            # replaying the RNG state
+            out = checkpoint(model, x, use_reentrant=(mode == "reentrant"))
         out.square().sum().backward()
         grads[mode] = [p.grad for p in model.parameters()] + [x.grad]
     for mode in ("reentrant", "non-reentrant"):
         assert all(torch.equal(a, b) for a, b in zip(grads["plain"], grads[mode], strict=True))
+    # the replay is what makes them equal: without it the recompute draws new masks
+    model = build()
+    x = x0.clone().requires_grad_()
+    torch.manual_seed(3)
+    checkpoint(model, x, use_reentrant=False, preserve_rng_state=False).square().sum().backward()
+    unreplayed = [p.grad for p in model.parameters()] + [x.grad]
+    assert not all(torch.equal(a, b) for a, b in zip(grads["plain"], unreplayed, strict=True))
 
 
 def test_linear_saves_its_input_only_for_the_weight_gradient() -> None:
@@ -154,6 +164,15 @@ def test_linear_saves_its_input_only_for_the_weight_gradient() -> None:
     assert frozen.packs == 1  # the weight itself, which is a parameter, not an activation
     y.sum().backward()
     assert x.grad is not None
+    # ... and that one saved tensor is the weight (a view of it), not the bias: the input
+    # gradient dy W needs W and nothing else, for 2-D and 3-D inputs alike
+    weight_ptr = lin.weight.untyped_storage().data_ptr()
+    packed: list[int] = []
+    for inp in (x, torch.randn(2, 16, 64, requires_grad=True)):
+        packed.clear()
+        with saved_tensors_hooks(lambda t: packed.append(t.untyped_storage().data_ptr()) or t, lambda t: t):
+            lin(inp)
+        assert packed == [weight_ptr]
 
 
 def test_saved_activations_grow_in_proportion_to_depth() -> None:
@@ -165,3 +184,17 @@ def test_saved_activations_grow_in_proportion_to_depth() -> None:
             stack(x)
         held[n] = meter.live
     assert held[4] == 2 * held[2] and held[8] == 2 * held[4]
+    # a whole language model also holds tensors depth does not scale (embedding output,
+    # vocabulary-sized logits and log-softmax): doubling the stack grows it by under 2x
+    whole = {}
+    for n in (2, 4):
+        stack = make_stack(n, 32)
+        torch.manual_seed(1)
+        embed, head = nn.Embedding(4000, 32), nn.Linear(32, 4000)
+        ids = torch.randint(0, 4000, (8, 16))
+        ignore = param_ptrs(stack) | param_ptrs(embed) | param_ptrs(head)
+        with SavedMeter(ignore=ignore) as meter:
+            logits = head(stack(embed(ids)))
+            F.cross_entropy(logits.flatten(0, 1), ids.flatten())
+        whole[n] = meter.live
+    assert whole[2] < whole[4] < 2 * whole[2]

@@ -78,6 +78,17 @@ def test_saved_tensor_hooks_measure_what_checkpointing_drops() -> None:
     assert plain.nbytes == 5 * one
     # with the whole model checkpointed: only its input is kept
     assert ckpt.nbytes == one
+    # without leaving the parameters out, the uncheckpointed count also holds the four
+    # weights the Linears save (their views share the weights' storages), bytes checkpointing
+    # cannot free; inside the checkpoint they never reach this hook
+    with SavedBytes() as plain_all:
+        model(x)
+    with SavedBytes() as ckpt_all:
+        checkpoint(model, x, use_reentrant=False)
+    weights = sum(p.untyped_storage().nbytes() for p in model.parameters())
+    assert weights == 16 * one
+    assert plain_all.nbytes == plain.nbytes + weights
+    assert ckpt_all.nbytes == one
 
 
 def test_dispatch_mode_counts_recomputed_matmuls() -> None:

@@ -41,13 +41,16 @@ class _Recorder:
     def __init__(self, inner: saved_tensors_hooks | None = None) -> None:
         self.inner = inner
         self.packed: list[torch.Tensor] = []
+        self.stored: list[object] = []  # what the inner pack hook returned, per pack
         self.unpacks = 0
         self.events: list[str] = []
 
     def pack(self, t: torch.Tensor):  # type: ignore[no-untyped-def]
         self.packed.append(t)
         self.events.append("pack")
-        return self.inner.pack_hook(t) if self.inner else t
+        out = self.inner.pack_hook(t) if self.inner else t
+        self.stored.append(out)
+        return out
 
     def unpack(self, p):  # type: ignore[no-untyped-def]
         self.unpacks += 1
@@ -79,6 +82,25 @@ def test_offloading_runs_no_forward_op_in_backward() -> None:
     plain, offload, ckpt = (backward_matmuls(m) for m in ("plain", "offload", "checkpoint"))
     assert offload == plain  # offloading adds no compute to backward
     assert ckpt > plain  # checkpointing reruns the forward matmuls
+
+    # What it spends instead: with pin_memory=True, save_on_cpu copies every saved tensor into
+    # a host buffer of its own (a fresh torch.empty + copy_, even on this CPU build, where the
+    # default .cpu() would return the tensor itself), same dtype and values, and backward
+    # copies each one back exactly once.
+    rec = _Recorder(inner=save_on_cpu(pin_memory=True))
+    m = copy.deepcopy(model)
+    with rec.hooks():
+        out = m(x)
+    assert rec.packed and len(rec.stored) == len(rec.packed)
+    for t, (device, host) in zip(rec.packed, rec.stored, strict=True):  # type: ignore[misc]
+        assert device == t.device and host.device == torch.device("cpu")
+        assert host.untyped_storage().data_ptr() != t.untyped_storage().data_ptr()
+        assert host.dtype == t.dtype and torch.equal(host, t)
+    assert sum(h.nbytes for _, h in rec.stored) == sum(t.nbytes for t in rec.packed)  # type: ignore[misc]
+    with OpCounter() as ops:
+        out.sum().backward()
+    assert rec.unpacks == len(rec.packed)  # one copy back per saved tensor
+    assert sum(ops.ops[name] for name in FORWARD_MATMULS) == plain  # and still no recompute
 
 
 def test_pack_runs_in_forward_and_unpack_in_backward() -> None:
@@ -161,17 +183,27 @@ def test_save_on_cpu_also_packs_weights_saved_for_backward() -> None:
     torch.manual_seed(0)
     lin = nn.Linear(16, 16)
     x = torch.randn(4, 16, requires_grad=True)
-    rec = _Recorder(inner=save_on_cpu())
+    weight_storage = lin.weight.untyped_storage().data_ptr()
+    # pin_memory=True: save_on_cpu writes a fresh host copy even on this CPU build (the default
+    # .cpu() would hand back the CPU tensor itself and show nothing)
+    rec = _Recorder(inner=save_on_cpu(pin_memory=True))
     with rec.hooks():
         y = lin(x)
-    weight_storage = lin.weight.untyped_storage().data_ptr()
     packed_ptrs = [t.untyped_storage().data_ptr() for t in rec.packed]
     # the matmul saves a view of the weight for the input gradient: it goes through the hook
     assert weight_storage in packed_ptrs
     assert x.untyped_storage().data_ptr() in packed_ptrs
-    # the parameter itself stays where it is: copying it frees nothing
-    assert lin.weight.device == torch.device("cpu") and lin.weight.is_leaf
+    # and save_on_cpu copies it out in full, like any activation: it has no parameter filter
+    i = packed_ptrs.index(weight_storage)
+    view, (_, host) = rec.packed[i], rec.stored[i]  # type: ignore[misc]
+    assert host.untyped_storage().data_ptr() != weight_storage
+    assert torch.equal(host, view) and torch.equal(host, lin.weight.t())
+    assert host.nbytes == lin.weight.nbytes
+    # the module still holds the parameter on its own storage: the copy frees none of it
+    # (on a GPU, test_on_a_gpu_a_saved_weight_view_is_copied_out_and_back_for_nothing)
+    assert lin.weight.untyped_storage().data_ptr() == weight_storage and lin.weight.is_leaf
     y.sum().backward()
+    assert rec.unpacks == len(rec.packed)  # the weight's copy comes back in backward too
     assert lin.weight.grad is not None
 
 
@@ -265,16 +297,30 @@ def test_unpack_hooks_travel_with_the_saved_tensors() -> None:
     torch.manual_seed(0)
     block = Block(8)
     reference = copy.deepcopy(block)
-    x = torch.randn(4, 8, requires_grad=True)
-    rec = _Recorder(inner=save_on_cpu())
-    with rec.hooks():
-        y = F.gelu(block(x))
-    assert rec.packed and rec.unpacks == 0
-    y.sum().backward()  # outside the context
-    assert rec.unpacks == len(rec.packed)  # the hooks stored at pack time still ran
-    x_ref = x.detach().clone().requires_grad_()
+    x0 = torch.randn(4, 8)
+    x_ref = x0.clone().requires_grad_()
     F.gelu(reference(x_ref)).sum().backward()
-    torch.testing.assert_close(x.grad, x_ref.grad, rtol=0, atol=0)
+    for pin in (False, True):
+        # pin_memory=True copies each saved tensor into a host buffer of its own even on this
+        # CPU build (the default .cpu() hands back the CPU tensor itself), so there backward
+        # really has to fetch copies, not the originals
+        block.zero_grad()
+        x = x0.clone().requires_grad_()
+        rec = _Recorder(inner=save_on_cpu(pin_memory=pin))
+        with rec.hooks():
+            y = F.gelu(block(x))
+        assert rec.packed and rec.unpacks == 0
+        if pin:
+            for t, (_, host) in zip(rec.packed, rec.stored, strict=True):  # type: ignore[misc]
+                assert host.untyped_storage().data_ptr() != t.untyped_storage().data_ptr()
+        y.sum().backward()  # outside the context
+        assert rec.unpacks == len(rec.packed)  # the hooks stored at pack time still ran
+        if pin:
+            # a contiguous copy of a saved view (the weight's transpose) can change a matmul's
+            # last-bit rounding, so the copies match to float precision, not bit for bit
+            torch.testing.assert_close(x.grad, x_ref.grad)
+        else:
+            torch.testing.assert_close(x.grad, x_ref.grad, rtol=0, atol=0)
 
 
 def test_reading_saved_self_runs_the_unpack_hook_back_to_the_saved_device() -> None:

@@ -99,14 +99,35 @@ def test_heavier_layers_move_the_best_segment_count_up() -> None:
     assert measure(depth=4, k=None)[1] == 64
 
 
+def _chain(part: list[Layer]):  # type: ignore[no-untyped-def]
+    """The layers of one segment run in turn, as one function to checkpoint."""
+
+    def fn(h: torch.Tensor) -> torch.Tensor:
+        for layer in part:
+            h = layer(h)
+        return h
+
+    return fn
+
+
 def test_segments_keep_only_their_boundary_inputs_after_forward() -> None:
     for reentrant in (True, False):
         for k in (2, 4, 8):
             layers = [Layer(4) for _ in range(N)]
             x = torch.randn(*SHAPE, requires_grad=True)
+            boundaries: list[torch.Tensor] = []  # what each segment is handed
+            size = N // k
             with SavedMeter() as m:
-                out = run_segments(layers, x, k, reentrant=reentrant)
+                h = x
+                for i in range(k):
+                    boundaries.append(h)
+                    h = checkpoint(_chain(layers[i * size : (i + 1) * size]), h, use_reentrant=reentrant)
+                out = h
                 assert m.live == k * UNIT
+                # the storages held are each segment's input (x, then the outputs of segments
+                # 0..k-2), not its output: the last segment's output is held by no one
+                assert set(m.refs) == {t.untyped_storage().data_ptr() for t in boundaries}
+                assert out.untyped_storage().data_ptr() not in m.refs
             assert out.requires_grad
 
 
