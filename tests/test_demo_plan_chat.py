@@ -42,15 +42,18 @@ def png_size(data: bytes) -> tuple[int, int]:
 def test_the_plan_names_are_the_planners() -> None:
     from demos import plan, plan_models
 
-    assert tuple(plan_models.PRESETS) == dr.PLAN_MODELS
+    assert tuple(plan_models.PRESETS) == dr.PLAN_MODELS == tuple(dr.PLAN_MAX_SEQ)
+    assert {name: preset.max_seq for name, preset in plan_models.PRESETS.items()} == dr.PLAN_MAX_SEQ
+    assert plan.parse_request([]).request.model == dr.PLAN_DEFAULT_MODEL
     assert (dr.PLAN_DTYPES, dr.PLAN_OPTIMIZERS) == (plan.DTYPES, plan.OPTIMIZERS)
 
 
 def accepted_plans() -> list[str]:
     texts = [f"plan model={m}" for m in dr.PLAN_MODELS]
+    texts += [f"plan model={m} seq={longest}" for m, longest in dr.PLAN_MAX_SEQ.items()]
     texts += [f"plan dtype={d}" for d in dr.PLAN_DTYPES] + [f"plan optimizer={o}" for o in dr.PLAN_OPTIMIZERS]
     for key, (low, high) in dr.INT_BOUNDS["plan"].items():
-        texts += [f"plan model=llama-7b {key}={low}", f"plan model=llama-7b {key}={min(high, 4096)}"]
+        texts += [f"plan model=llama-1b {key}={low}", f"plan model=llama-1b {key}={high}"]
     texts += ["plan gpu-gib=1", "plan gpu-gib=4096 margin-gib=0", "plan gpu-gib=12.5 margin-gib=1.25"]
     return texts
 
@@ -79,6 +82,8 @@ def test_what_the_bot_accepts_the_planner_accepts(text: str) -> None:
         ("plan dtype=fp8", "dtype must be one of fp32, bf16-autocast, bf16"),
         ("plan shards=0", "shards must be a whole number from 1 to 4096"),
         ("plan policies=none", "Unknown demo setting 'policies'"),
+        ("plan model=gpt2-medium seq=1025", "seq=1,025 is longer than the gpt2-medium model takes: at most 1,024"),
+        ("plan seq=2048", "longer than the hf-gpt2 model takes"),
     ],
 )
 def test_a_bad_plan_request_is_one_sentence(text: str, says: str) -> None:

@@ -92,11 +92,37 @@ def test_a_warm_process_that_cannot_start_leaves_demos_to_fresh_processes(monkey
     assert outcome.result["preset"] == "gpt2-small"
 
 
+def test_a_process_the_demo_leaves_behind_does_not_hold_its_exit() -> None:
+    code, out, _ = probe("grandchild")
+    grandchild = int(out)
+    try:
+        assert code == 0
+        os.kill(grandchild, 0)  # still running: the child's end was read without waiting for it
+    finally:
+        os.kill(grandchild, signal.SIGKILL)
+
+
+def test_an_abandoned_warm_run_leaks_no_descriptor() -> None:
+    assert warm.zygote_for(sys.executable) is not None
+
+    def refuse(_event: dict[str, object]) -> None:
+        raise RuntimeError("the listener failed")
+
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match="the listener failed"):
+            run_demo_process("demos.estimate", ESTIMATE, 120, on_event=refuse)
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 def test_warm_and_fresh_demos_give_the_same_result() -> None:
     def figures(result: dict[str, object]) -> dict[str, object]:
         return {k: v for k, v in result.items() if k not in ("wall_s", "process_s", "threads")}
 
+    zygote = warm.zygote_for(sys.executable)
+    assert zygote is not None  # the warm run below is a fork of it, not a fresh process
     warm_run = run_demo_process("demos.estimate", ESTIMATE, 120, warm=True)
+    assert zygote.alive() and warm.zygote_for(sys.executable) is zygote
     fresh_run = run_demo_process("demos.estimate", ESTIMATE, 120, warm=False)
     assert figures(warm_run.result) == figures(fresh_run.result)
     assert [e["event"] for e in warm_run.events] == [e["event"] for e in fresh_run.events] == ["start"]

@@ -31,6 +31,12 @@ def main(argv: list[str]) -> int:
         )
         print("to stderr", file=sys.stderr)
         return int(argv[1]) if len(argv) > 1 else 0
+    if what == "grandchild":  # a process the demo starts, keeping every descriptor it may
+        import subprocess
+
+        child = subprocess.Popen(["sleep", "30"], close_fds=False)
+        print(child.pid, flush=True)
+        return 0
     if what == "hog":
         bytearray(8 << 30)
     if what == "sleep":

@@ -243,6 +243,8 @@ def run_demo_process(  # noqa: C901 - one child's life: start, stream, time out,
             timer.cancel()
             if proc.poll() is None:
                 _kill(proc)
+                if isinstance(proc, WarmChild):
+                    proc.close()  # nobody will wait for it now
             reader.join(timeout=5)
         text = "".join(stderr)
         if text.strip():

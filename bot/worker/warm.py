@@ -7,6 +7,7 @@ sockets), `spawn` returns None and the caller starts a fresh process as before."
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -50,27 +51,39 @@ class WarmChild:
         self.pid = pid
         self.stdout = stdout
         self.stderr = stderr
-        self._status = status
+        self._status: int | None = status
+        self._said = b""
         self._code: int | None = None
 
-    def wait(self) -> int:
-        """Block until the child has exited; its exit code."""
-        if self._code is None:
-            chunks = []
-            while chunk := os.read(self._status, 64):
-                chunks.append(chunk)
-            os.close(self._status)
-            text = b"".join(chunks).decode().strip()
+    def _read(self, timeout: float | None) -> None:
+        """Read the status pipe until its line is complete or it closes (no line: killed)."""
+        while self._code is None and self._status is not None:
+            if timeout is not None and not select.select([self._status], [], [], timeout)[0]:
+                return
+            chunk = os.read(self._status, 64)
+            self._said += chunk
+            if chunk and not self._said.endswith(b"\n"):
+                continue
+            text = self._said.decode(errors="replace").strip()
             self._code = int(text) if text.lstrip("-").isdigit() else -9
-            self.stdout.close()
+            self.close()
+
+    def wait(self) -> int:
+        """Block until the child has said its exit code (or died without one: -9)."""
+        self._read(None)
+        assert self._code is not None
         return self._code
 
     def poll(self) -> int | None:
-        """Its exit code if it has ended, else None (without blocking)."""
-        if self._code is not None:
-            return self._code
-        ready, _, _ = select.select([self._status], [], [], 0)
-        return self.wait() if ready else None
+        """Its exit code if it has ended, else None, without blocking."""
+        self._read(0)
+        return self._code
+
+    def close(self) -> None:
+        """Let go of the status pipe (a run abandoned after its kill leaks nothing)."""
+        if self._status is not None:
+            os.close(self._status)
+            self._status = None
 
 
 class Zygote:
@@ -142,6 +155,7 @@ class Zygote:
 
 _zygotes: dict[str, Zygote | None] = {}
 _lock = threading.Lock()
+atexit.register(lambda: close_all())  # its folder goes with this process
 
 
 def zygote_for(python: str) -> Zygote | None:

@@ -10,8 +10,9 @@ starts its own session (so a time-out kills its whole process group, as with a f
 sets its RLIMIT_AS, takes the descriptors as 1 and 2, runs the demo's `main(argv)` and writes
 its exit code to the status pipe before it exits; a child killed by a signal writes nothing.
 The server answers each request with the child's pid and reaps children as they end. It stays
-single-threaded, so a fork never copies a lock another thread holds, and it never runs a torch
-operation (no thread pool, no CUDA context) before forking: each child starts those itself.
+free of Python threads (numpy's OpenBLAS starts its own pool when torch is imported; it registers
+fork handlers for that), and it never runs a torch operation (no intra-op pool, no CUDA
+context) before forking: each child starts those itself.
 Each job is a fresh fork of the same untouched process, so nothing one demo leaves behind
 (caches, globals, memory) reaches the next."""
 
@@ -23,6 +24,7 @@ import json
 import logging
 import os
 import select
+import shutil
 import signal
 import socket
 import sys
@@ -57,22 +59,25 @@ def serve(path: str, modules: list[str]) -> None:
             with conn:
                 _one(conn, listener, watch)
     listener.close()
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)  # its private folder: socket and log
 
 
 def _one(conn: socket.socket, listener: socket.socket, watch: int) -> None:
     """Read one request and fork its child; answer with the child's pid (or an error line)."""
+    fds: list[int] = []
     try:
         data, fds, _, _ = socket.recv_fds(conn, MAX_REQUEST, 3)
         request: dict[str, Any] = json.loads(data.decode())
         if len(fds) != 3:
             raise ValueError(f"expected 3 file descriptors, got {len(fds)}")
     except (OSError, ValueError) as exc:
-        with contextlib.suppress(OSError):  # a client gone already is no reason to stop serving
-            conn.sendall(json.dumps({"error": str(exc)}).encode() + b"\n")
+        _refuse(conn, str(exc), fds)
         return
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as exc:  # no memory or process slot left: this demo fails, the server stays
+        _refuse(conn, f"fork failed: {exc.strerror}", fds)
+        return
     if pid == 0:  # the child: never returns
         listener.close()
         os.close(watch)
@@ -84,10 +89,19 @@ def _one(conn: socket.socket, listener: socket.socket, watch: int) -> None:
         conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
 
 
+def _refuse(conn: socket.socket, why: str, fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with contextlib.suppress(OSError):  # a client gone already is no reason to stop serving
+        conn.sendall(json.dumps({"error": why}).encode() + b"\n")
+
+
 def _child(request: dict[str, Any], fds: list[int]) -> None:
     out, err, status = fds
     code = 1
     try:
+        os.set_inheritable(status, False)  # a process the demo starts must not hold its end open
         os.setsid()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDONLY)
@@ -108,7 +122,9 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
         sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
         logging.basicConfig(level=os.environ.get("STUDYBOT_DEMO_LOG", "WARNING"), stream=sys.stderr, force=True)
         module = importlib.import_module(str(request["module"]))
-        code = int(module.main([str(a) for a in request.get("args", [])]))
+        args = [str(a) for a in request.get("args", [])]
+        sys.argv = [str(getattr(module, "__file__", request["module"])), *args]  # as `python -m` sets it
+        code = int(module.main(args))
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):

@@ -24,6 +24,17 @@ KERNELS = ("cuda", "cpu")
 PLAN_MODELS = ("transformer", "hf-gpt2", "gpt2-medium", "gpt2-large", "llama-1b", "llama-7b", "torch-sac-test")
 PLAN_DTYPES = ("fp32", "bf16-autocast", "bf16")
 PLAN_OPTIMIZERS = ("adamw", "adam", "sgd", "adapters")
+# each plan model's longest sequence (its position table; demos/plan_models.py max_seq), and the default model
+PLAN_MAX_SEQ = {
+    "transformer": 256,
+    "hf-gpt2": 1024,
+    "gpt2-medium": 1024,
+    "gpt2-large": 1024,
+    "llama-1b": 131072,
+    "llama-7b": 4096,
+    "torch-sac-test": 1024,
+}
+PLAN_DEFAULT_MODEL = "hf-gpt2"
 HF_STRATEGIES = ("none", "block", "offload")  # hf-gpt2's block is transformers' gradient_checkpointing_enable
 MAX_BUDGETS = 6  # budgets per request (one compile each)
 # Bounds a chat user may ask for; the worker's own estimate refuses what does not fit or finish.
@@ -90,7 +101,7 @@ def parse_demo(text: str) -> DemoRequest:
     if name == "checkpoint":
         _check_combination(_options(request))
     if name == "plan":
-        _check_margin(_options(request))
+        _check_plan(_options(request))
     return request
 
 
@@ -142,8 +153,12 @@ def _check_combination(options: dict[str, str]) -> None:
             raise InvalidInput(wording.demo_hf_strategies(other[0], HF_STRATEGIES))
 
 
-def _check_margin(options: dict[str, str]) -> None:
-    """The plan's margin must leave some of the GPU's memory to plan in (default 24 GiB)."""
+def _check_plan(options: dict[str, str]) -> None:
+    """What the planner refuses together: a sequence longer than the model's, a margin that
+    leaves none of the GPU's memory (default 24 GiB) to plan in."""
+    model = options.get("model", PLAN_DEFAULT_MODEL)
+    if "seq" in options and int(options["seq"]) > PLAN_MAX_SEQ[model]:
+        raise InvalidInput(wording.demo_plan_seq(int(options["seq"]), model, PLAN_MAX_SEQ[model]))
     gpu = float(options.get("gpu-gib", "24"))
     if "margin-gib" in options and float(options["margin-gib"]) >= gpu:
         raise InvalidInput(wording.demo_margin(float(options["margin-gib"]), gpu))

@@ -159,6 +159,10 @@ def demo_heads_divide(width: int, heads: int, model: str) -> str:
     return f"width ({width}) must be a multiple of heads ({heads}) for the {model} model."
 
 
+def demo_plan_seq(seq: int, model: str, longest: int) -> str:
+    return f"seq={seq:,} is longer than the {model} model takes: at most {longest:,} tokens."
+
+
 def demo_margin(margin: float, gpu: float) -> str:
     return f"margin-gib ({margin:g}) must be less than gpu-gib ({gpu:g}): the plan needs memory left to fit in."
 

@@ -141,7 +141,7 @@ class Demos:
         """A /demo command's typed options as the demo's text (`checkpoint layers=4 ...`), asked
         once; queued: public, in the channel (progress edits it); refused: privately."""
         here = place(interaction)
-        text = " ".join([name, *(f"{k}={str(v).replace(' ', '')}" for k, v in words.items() if v is not None)])
+        text = " ".join([name, *(f"{k}={_word(v)}" for k, v in words.items() if v is not None)])
 
         ask, posted = self.engine.demos.request_demo, partial(self.posted, interaction)
         await self.replies.respond(interaction, ask, here.user, here.channel, text, ephemeral=None, after=posted)
@@ -176,3 +176,10 @@ class Demos:
             return
         target = self.bot.get_partial_messageable(channel)
         await target.get_partial_message(message).edit(**layout.demo_progress(card).kwargs())
+
+
+def _word(value: object) -> str:
+    """A typed option as the demo's text takes it: a float written out (1e-05 as 0.00001)."""
+    if isinstance(value, float):
+        return f"{value:f}".rstrip("0").rstrip(".") or "0"
+    return str(value).replace(" ", "")
