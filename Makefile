@@ -37,15 +37,11 @@ run: $(RUN_STAMP)
 
 # The suite on every core, one test file per worker at a time (pytest-xdist); PYTEST_WORKERS=0
 # runs it in this one process. Hypothesis draws fewer examples unless CI is set (tests/conftest.py).
-# mypy runs beside the tests (they leave a core idle about half the time: real processes, waits);
-# its report is printed after theirs, and either failing fails `make test`.
 PYTEST_WORKERS ?= auto
 test: $(TEST_STAMP)
 	$(BIN)/studybot questions lint
-	( $(BIN)/python -m mypy > $(VENV)/mypy.out 2>&1; echo $$? > $(VENV)/mypy.rc ) & \
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile; tests=$$?; \
-	wait; echo "mypy:"; cat $(VENV)/mypy.out; \
-	if [ "$$(cat $(VENV)/mypy.rc)" != 0 ]; then exit 1; fi; exit $$tests
+	$(BIN)/python -m mypy
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check bot demos tests bench
