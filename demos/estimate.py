@@ -32,6 +32,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from demos.errors import BadInput
 from demos.memory import BACKWARD, FORWARD, OPTIMIZER, LiveTensorMeter, backward
 from demos.models import PRESETS, TOKEN_MODELS, TransformerConfig, TransformerLM, build_net, parameter_bytes
+from demos.report import fake_start_event
 from demos.strategies import make_forward
 from demos.traced import TracedStep
 
@@ -400,8 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     if args.progress:
-        start = {"event": "start", "total": 1, "device": "fake tensors (nothing allocated)", "torch": torch.__version__}
-        print(json.dumps({**start, "threads": torch.get_num_threads()}), flush=True)
+        print(json.dumps(fake_start_event()), flush=True)
     result = estimate(args.preset, batch, seq, gpu_gib, args.kernels)
     wall = time.perf_counter() - started
     if args.json or args.progress:

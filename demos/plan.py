@@ -36,6 +36,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from demos.errors import BadInput
 from demos.memory import BACKWARD, FORWARD, LiveTensorMeter, backward
 from demos.plan_models import PRESETS, Built, Preset, build, needs_transformers, transformers_missing
+from demos.report import fake_start_event
 from demos.strategies import ATTENTION_OPS, SAVED_OPS
 
 log = logging.getLogger(__name__)
@@ -1321,8 +1322,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     req, chart, measure = options.request, options.chart, options.measure_cuda
     if options.progress:
-        start = {"event": "start", "total": 1, "device": "fake tensors (nothing allocated)", "torch": torch.__version__}
-        print(json.dumps({**start, "threads": torch.get_num_threads()}), flush=True)
+        print(json.dumps(fake_start_event()), flush=True)
     result = plan(req)
     measured: dict[str, Any] | None = None
     if measure and result.assignment is not None:

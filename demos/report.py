@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import torch
+
 from demos.memory import Timeline
 
 
@@ -93,3 +95,15 @@ class DemoReport:
             ):
                 return r
         raise KeyError(strategy)
+
+
+def fake_start_event() -> dict[str, Any]:
+    """The worker's first progress line for a demo that traces with fake tensors (the estimate,
+    the planner): one step, nothing allocated, the torch and threads it runs with."""
+    return {
+        "event": "start",
+        "total": 1,
+        "device": "fake tensors (nothing allocated)",
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }
